@@ -1,0 +1,249 @@
+package io.retrybudget.budget;
+
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.RedisConnectionOptions;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The process-wide entry point to fleet-wide retry budgets held in Redis: one Redis connection and
+ * one timer thread, however many budgets. Make one per process and close it on shutdown.
+ *
+ * <pre>{@code
+ * RedisBudgetClient budgets = RedisBudgetClient.builder(
+ *     RedisConnectionOptions.standalone("redis://localhost:6379").build()).build();
+ * RetryBudget payments = budgets.budget(BudgetConfig.builder("payments-api").build());
+ * payments.recordFirstAttempt();          // on every first attempt: no I/O
+ * if (payments.tryAcquire().granted()) {  // before every retry or hedge
+ *   ...
+ * }
+ * }</pre>
+ *
+ * <p>If Redis cannot be reached when the client is built, it is built anyway: budgets decide from
+ * their fallback and the client keeps connecting in the background.
+ */
+public final class RedisBudgetClient implements AutoCloseable {
+  private static final Logger LOG = Logger.getLogger(RedisBudgetClient.class.getName());
+
+  private final RedisConnectionOptions connectionOptions;
+  private final Duration callTimeout;
+  private final Duration flushInterval;
+  private final Duration exhaustedCacheTime;
+  private final FallbackPolicy fallbackPolicy;
+  private final boolean fallbackSharesFloor;
+  private final LongSupplier millisClock;
+  private final ScheduledExecutorService scheduler;
+  private final Set<RedisRetryBudget> budgets = ConcurrentHashMap.newKeySet();
+  private volatile RedisBudgetStore store;
+  private volatile ScheduledFuture<?> connectTask;
+  private volatile boolean closed;
+
+  private RedisBudgetClient(Builder b) {
+    this.connectionOptions = b.connectionOptions;
+    this.callTimeout = b.callTimeout;
+    this.flushInterval = b.flushInterval;
+    this.exhaustedCacheTime = b.exhaustedCacheTime;
+    this.fallbackPolicy = b.fallbackPolicy;
+    this.fallbackSharesFloor = b.fallbackSharesFloor;
+    this.millisClock = b.millisClock;
+    this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "retry-budget-timer");
+      t.setDaemon(true);
+      return t;
+    });
+    if (!tryConnect()) {
+      long delay = connectionOptions.reconnectDelayMax().toMillis();
+      connectTask = scheduler.scheduleWithFixedDelay(this::connectInBackground, delay, delay, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  public static Builder builder(RedisConnectionOptions connectionOptions) {
+    return new Builder(connectionOptions);
+  }
+
+  /**
+   * A new budget client for this dependency, with its own local counts, caches and client id.
+   * {@code config} seeds Redis when it holds no configuration for this budget yet; Redis's
+   * configuration wins otherwise. Close it (or this client) when done.
+   */
+  public RetryBudget budget(BudgetConfig config) {
+    if (closed) {
+      throw new IllegalStateException("RedisBudgetClient is closed");
+    }
+    RedisRetryBudget budget = new RedisRetryBudget(this, config);
+    budgets.add(budget);
+    return budget;
+  }
+
+  /** True while at least one budget answers from its fallback, or Redis was never reached. */
+  public boolean isDegraded() {
+    if (store == null) {
+      return true;
+    }
+    for (RedisRetryBudget budget : budgets) {
+      if (budget.isDegraded()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  RedisBudgetStore store() {
+    return store;
+  }
+
+  ScheduledExecutorService scheduler() {
+    return scheduler;
+  }
+
+  Duration callTimeout() {
+    return callTimeout;
+  }
+
+  Duration flushInterval() {
+    return flushInterval;
+  }
+
+  Duration exhaustedCacheTime() {
+    return exhaustedCacheTime;
+  }
+
+  FallbackPolicy fallbackPolicy() {
+    return fallbackPolicy;
+  }
+
+  boolean fallbackSharesFloor() {
+    return fallbackSharesFloor;
+  }
+
+  LongSupplier millisClock() {
+    return millisClock;
+  }
+
+  void forget(RedisRetryBudget budget) {
+    budgets.remove(budget);
+  }
+
+  private boolean tryConnect() {
+    try {
+      store = RedisBudgetStore.connect(connectionOptions);
+      return true;
+    } catch (RuntimeException e) {
+      LOG.log(Level.WARNING, "Redis not reachable yet, budgets use their fallback: " + e.getMessage());
+      return false;
+    }
+  }
+
+  private void connectInBackground() {
+    if (closed || store != null) {
+      return;
+    }
+    if (tryConnect()) {
+      ScheduledFuture<?> task = connectTask;
+      if (task != null) {
+        task.cancel(false);
+      }
+      if (closed) {
+        store.close();
+      }
+    }
+  }
+
+  /** Closes every budget (each flushes once), then the timer thread and the Redis connection. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (RedisRetryBudget budget : new ArrayList<>(budgets)) {
+      budget.close();
+    }
+    scheduler.shutdownNow();
+    try {
+      scheduler.awaitTermination(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    RedisBudgetStore s = store;
+    if (s != null) {
+      s.close();
+    }
+  }
+
+  /** Validates every value as it is set, naming the field that is wrong. */
+  public static final class Builder {
+    private final RedisConnectionOptions connectionOptions;
+    private Duration callTimeout = Duration.ofMillis(20);
+    private Duration flushInterval = Duration.ofMillis(500);
+    private Duration exhaustedCacheTime = Duration.ofMillis(100);
+    private FallbackPolicy fallbackPolicy = FallbackPolicy.LOCAL;
+    private boolean fallbackSharesFloor = true;
+    private LongSupplier millisClock = () -> System.nanoTime() / 1_000_000L;
+
+    private Builder(RedisConnectionOptions connectionOptions) {
+      this.connectionOptions = Objects.requireNonNull(connectionOptions, "connectionOptions must not be null");
+    }
+
+    /** Hard limit on a permit request, enforced by this client (default 20 ms). */
+    public Builder callTimeout(Duration timeout) {
+      if (timeout == null || timeout.isNegative() || timeout.isZero() || timeout.compareTo(Duration.ofSeconds(5)) > 0) {
+        throw new IllegalArgumentException("callTimeout must be in (0, 5s], was " + timeout);
+      }
+      this.callTimeout = timeout;
+      return this;
+    }
+
+    /** How often locally counted first attempts are sent to Redis (default 500 ms, at most 1 s). */
+    public Builder flushInterval(Duration interval) {
+      if (interval == null || interval.toMillis() < 10 || interval.compareTo(Duration.ofSeconds(1)) > 0) {
+        throw new IllegalArgumentException("flushInterval must be in [10ms, 1s], was " + interval);
+      }
+      this.flushInterval = interval;
+      return this;
+    }
+
+    /** How long an "exhausted" answer is reused locally before Redis is asked again (default 100 ms). */
+    public Builder exhaustedCacheTime(Duration time) {
+      if (time == null || time.isNegative() || time.compareTo(Duration.ofSeconds(10)) > 0) {
+        throw new IllegalArgumentException("exhaustedCacheTime must be in [0, 10s], was " + time);
+      }
+      this.exhaustedCacheTime = time;
+      return this;
+    }
+
+    public Builder fallbackPolicy(FallbackPolicy policy) {
+      this.fallbackPolicy = Objects.requireNonNull(policy, "fallbackPolicy must not be null");
+      return this;
+    }
+
+    /**
+     * Whether the LOCAL fallback adds this client's share of the fleet floor (floor / active
+     * clients as last seen in Redis; the default) or no floor at all.
+     */
+    public Builder fallbackSharesFloor(boolean share) {
+      this.fallbackSharesFloor = share;
+      return this;
+    }
+
+    /** A monotonic clock in milliseconds, for tests. */
+    public Builder millisClock(LongSupplier clock) {
+      this.millisClock = Objects.requireNonNull(clock, "millisClock must not be null");
+      return this;
+    }
+
+    public RedisBudgetClient build() {
+      return new RedisBudgetClient(this);
+    }
+  }
+}

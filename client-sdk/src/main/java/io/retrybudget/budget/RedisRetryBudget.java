@@ -1,0 +1,270 @@
+package io.retrybudget.budget;
+
+import io.retrybudget.budget.internal.BudgetArithmetic;
+import io.retrybudget.budget.internal.SlidingWindowCounts;
+import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+/**
+ * One client's view of a fleet-wide budget in Redis.
+ *
+ * <ul>
+ *   <li>First attempts are counted in a {@link LongAdder} and sent by a timer and with every permit
+ *       request: a successful first attempt costs no round trip.
+ *   <li>A permit request is one atomic script call, bounded by the call timeout; an "exhausted"
+ *       answer is reused locally for a short time and those refusals are counted too.
+ *   <li>Every call carries a client id and sequence number, so a call given up on is applied at
+ *       most once (a late or replayed one is ignored by the script; its counts are lost, which
+ *       undercounts: the safe side).
+ *   <li>When Redis fails, decisions come from the fallback at once and the timer probes Redis until
+ *       it answers again.
+ * </ul>
+ */
+final class RedisRetryBudget implements RetryBudget {
+  private final RedisBudgetClient client;
+  private final BudgetConfig seed;
+  private final String[] keys;
+  private final String clientId;
+  private final LongSupplier clock;
+  private final long callTimeoutMillis;
+  private final long flushTimeoutMillis;
+  private final long exhaustedCacheMillis;
+  private final AtomicLong sequence = new AtomicLong();
+  private final LongAdder pendingRequests = new LongAdder();
+  private final LongAdder pendingDenied = new LongAdder();
+  private final AtomicBoolean flushInFlight = new AtomicBoolean();
+  private final SlidingWindowCounts ownCounts;
+  private final ScheduledFuture<?> flushTask;
+
+  private volatile long exhaustedUntil = Long.MIN_VALUE;
+  private volatile boolean degraded;
+  private volatile boolean closed;
+  // last configuration and fleet size Redis told us, for the fallback
+  private volatile long ratioPpm;
+  private volatile int windowSeconds;
+  private volatile int minRetriesPerSecond;
+  private volatile long activeClients = 1;
+
+  RedisRetryBudget(RedisBudgetClient client, BudgetConfig seed) {
+    this.client = client;
+    this.seed = seed;
+    BudgetKeys k = new BudgetKeys(seed.name());
+    this.keys = new String[] {k.config(), k.window(), k.clients()};
+    this.clientId = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
+    this.clock = client.millisClock();
+    this.callTimeoutMillis = client.callTimeout().toMillis();
+    this.flushTimeoutMillis = Math.max(callTimeoutMillis, client.flushInterval().toMillis() / 2);
+    this.exhaustedCacheMillis = client.exhaustedCacheTime().toMillis();
+    this.ratioPpm = seed.ratioPpm();
+    this.windowSeconds = seed.windowSeconds();
+    this.minRetriesPerSecond = seed.minRetriesPerSecond();
+    this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
+    long interval = client.flushInterval().toMillis();
+    this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval, interval, TimeUnit.MILLISECONDS);
+    // say hello at once: seeds the configuration, learns the fleet's, warms the script cache and
+    // the code path, so the first permit request of a caller is not the slow one
+    client.scheduler().execute(() -> flush(true));
+  }
+
+  @Override
+  public String name() {
+    return seed.name();
+  }
+
+  @Override
+  public void recordFirstAttempt() {
+    pendingRequests.increment();
+  }
+
+  @Override
+  public BudgetDecision tryAcquire() {
+    CompletableFuture<BudgetDecision> decision = acquire().toCompletableFuture();
+    try {
+      // acquire() completes within the call timeout on its own; this bound only guards the guard
+      return decision.get(callTimeoutMillis + 50, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return fallback(clock.getAsLong());
+    } catch (ExecutionException | TimeoutException e) {
+      return fallback(clock.getAsLong());
+    }
+  }
+
+  @Override
+  public CompletionStage<BudgetDecision> acquire() {
+    long now = clock.getAsLong();
+    if (now < exhaustedUntil) {
+      pendingDenied.increment();
+      return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
+    }
+    RedisBudgetStore store = client.store();
+    if (closed || degraded || store == null) {
+      return CompletableFuture.completedFuture(fallback(now));
+    }
+    return call(store, now, 1).orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
+      if (error != null) {
+        markDegraded();
+        return fallback(clock.getAsLong());
+      }
+      return decide(reply);
+    });
+  }
+
+  private BudgetDecision decide(BudgetReply reply) {
+    switch (reply.status()) {
+      case BudgetReply.GRANTED:
+        recordOwn(0, 1, 0);
+        return BudgetDecision.GRANTED;
+      case BudgetReply.SHADOW:
+        recordOwn(0, 1, 1);
+        return BudgetDecision.GRANTED_SHADOW;
+      case BudgetReply.DENIED:
+        recordOwn(0, 0, 1);
+        exhaustedUntil = clock.getAsLong() + exhaustedCacheMillis;
+        return BudgetDecision.DENIED_EXHAUSTED;
+      default:
+        // "stale" cannot answer a fresh sequence number unless Redis lost track: trust nothing
+        markDegraded();
+        return fallback(clock.getAsLong());
+    }
+  }
+
+  /** Sends what is counted locally and asks for {@code need} permits (0: count only). */
+  private CompletableFuture<BudgetReply> call(RedisBudgetStore store, long now, int need) {
+    long requests = pendingRequests.sumThenReset();
+    long denied = pendingDenied.sumThenReset();
+    recordOwn(now, requests, 0, denied);
+    String needArg = Integer.toString(need);
+    CompletableFuture<List<Object>> raw = store.run(LuaScript.BUDGET, keys,
+        clientId, Long.toString(sequence.incrementAndGet()), Long.toString(requests), Long.toString(denied),
+        needArg, needArg,
+        Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
+        Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName());
+    return raw.thenApply(list -> {
+      BudgetReply reply = BudgetReply.parse(list);
+      if (!BudgetReply.STALE.equals(reply.status())) {
+        learn(reply);
+      }
+      return reply;
+    });
+  }
+
+  private void learn(BudgetReply reply) {
+    ratioPpm = reply.ratioPpm();
+    windowSeconds = reply.windowSeconds();
+    minRetriesPerSecond = reply.minRetriesPerSecond();
+    activeClients = Math.max(1, reply.activeClients());
+    degraded = false;
+  }
+
+  /** Timer task: sends pending counts; while degraded it is also the probe that ends degradation. */
+  void flush(boolean evenIfIdle) {
+    RedisBudgetStore store = client.store();
+    if (store == null || !flushInFlight.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      if (!evenIfIdle && !degraded && pendingRequests.sum() == 0 && pendingDenied.sum() == 0) {
+        flushInFlight.set(false);
+        return; // an idle healthy client costs Redis nothing
+      }
+      call(store, clock.getAsLong(), 0)
+          .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
+          .whenComplete((reply, error) -> {
+            if (error != null || BudgetReply.STALE.equals(reply.status())) {
+              markDegraded();
+            }
+            flushInFlight.set(false);
+          });
+    } catch (RuntimeException e) {
+      markDegraded();
+      flushInFlight.set(false);
+    }
+  }
+
+  private void markDegraded() {
+    degraded = true;
+  }
+
+  @Override
+  public boolean isDegraded() {
+    return degraded || client.store() == null;
+  }
+
+  private BudgetDecision fallback(long now) {
+    switch (client.fallbackPolicy()) {
+      case ALLOW:
+        recordOwn(now, 0, 1, 0);
+        return BudgetDecision.GRANTED_FALLBACK;
+      case DENY:
+        pendingDenied.increment();
+        return BudgetDecision.DENIED_FALLBACK;
+      default:
+        synchronized (ownCounts) {
+          long requests = ownCounts.requests(now) + pendingRequests.sum();
+          long floor = client.fallbackSharesFloor()
+              ? (long) minRetriesPerSecond * windowSeconds / Math.max(1, activeClients)
+              : 0;
+          long allowance = BudgetArithmetic.allowance(ratioPpm, requests, 0, 0) + floor;
+          if (BudgetArithmetic.admits(allowance, ownCounts.retries(now), 1)) {
+            ownCounts.add(now, 0, 1, 0);
+            return BudgetDecision.GRANTED_FALLBACK;
+          }
+        }
+        pendingDenied.increment();
+        return BudgetDecision.DENIED_FALLBACK;
+    }
+  }
+
+  private void recordOwn(long requests, long retries, long denied) {
+    recordOwn(clock.getAsLong(), requests, retries, denied);
+  }
+
+  private void recordOwn(long now, long requests, long retries, long denied) {
+    if (requests == 0 && retries == 0 && denied == 0) {
+      return;
+    }
+    synchronized (ownCounts) {
+      ownCounts.add(now, requests, retries, denied);
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    flushTask.cancel(false);
+    RedisBudgetStore store = client.store();
+    if (store != null && !degraded && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
+      try {
+        call(store, clock.getAsLong(), 0).get(flushTimeoutMillis, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (ExecutionException | TimeoutException | RuntimeException e) {
+        // the last counts are lost: undercounting is the safe side
+      }
+    }
+    client.forget(this);
+  }
+
+  @Override
+  public String toString() {
+    return "RedisRetryBudget{" + seed.name() + ", client=" + clientId + (degraded ? ", degraded" : "") + "}";
+  }
+}

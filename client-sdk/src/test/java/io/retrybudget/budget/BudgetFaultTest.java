@@ -1,0 +1,299 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import io.retrybudget.testing.RedisServerProcess;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Redis killed, paused (SIGSTOP) and restarted with an empty script cache while a storm of
+ * budget calls runs: no call waits past its timeout, the client reports degraded, recovers within
+ * 2 s of Redis returning, and no count is applied twice.
+ */
+class BudgetFaultTest {
+  private static final Duration CALL_TIMEOUT = Duration.ofMillis(20);
+  // the bound: no budget call waits longer than its timeout + 10 ms
+  private static final long LATENCY_BOUND_NANOS = CALL_TIMEOUT.plusMillis(10).toNanos();
+
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  private RedisBudgetClient client;
+  private RetryBudget budget;
+  private Storm storm;
+
+  @BeforeEach
+  void start() {
+    redis.server().restart();
+    client = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(CALL_TIMEOUT).build();
+    // a long window, so every count of the test stays in it
+    budget = client.budget(BudgetConfig.builder("faults").windowSeconds(300).minRetriesPerSecond(1).build());
+  }
+
+  @AfterEach
+  void stop() {
+    if (storm != null) {
+      storm.stop();
+    }
+    client.close();
+  }
+
+  @Test
+  void killThenRestartWithAnEmptyScriptCache() {
+    storm = warmStorm();
+
+    redis.server().kill();
+    Eventually.await("client reports degraded", Duration.ofSeconds(2), budget::isDegraded);
+    storm.runFor(Duration.ofMillis(1500));
+    long decisionsWhileDown = storm.fallbackDecisions.get();
+
+    redis.server().restart(); // empty: no keys, no scripts
+    long recoveredMs = Eventually.await("recovered", Duration.ofSeconds(2), () -> !budget.isDegraded());
+    storm.stop();
+    assertTrue(decisionsWhileDown > 0, "the fallback answered while Redis was down");
+    assertTrue(storm.maxLatencyNanos.get() <= LATENCY_BOUND_NANOS + storm.schedulingSlackNanos(),
+        storm.report());
+    System.out.println("kill/restart: recovered in " + recoveredMs + " ms; " + storm.report());
+    // scripts were reloaded on NOSCRIPT: decisions come from Redis again
+    assertTrue(budget.tryAcquire().reason() != BudgetDecision.Reason.GRANTED_FALLBACK);
+  }
+
+  @Test
+  void pauseThenResumeAppliesNoCountTwice() {
+    storm = warmStorm();
+
+    redis.server().pause();
+    try {
+      Eventually.await("client reports degraded", Duration.ofSeconds(2), budget::isDegraded);
+      storm.runFor(Duration.ofMillis(1500));
+    } finally {
+      redis.server().resume();
+    }
+    long recoveredMs = Eventually.await("recovered", Duration.ofSeconds(2), () -> !budget.isDegraded());
+    storm.runFor(Duration.ofMillis(300));
+    storm.stop();
+    assertTrue(storm.maxLatencyNanos.get() <= LATENCY_BOUND_NANOS + storm.schedulingSlackNanos(),
+        storm.report());
+    System.out.println("pause/resume: recovered in " + recoveredMs + " ms; " + storm.report());
+
+    budget.close(); // final flush
+    long recorded = storm.firstAttempts.get();
+    long inRedis = redisRequests();
+    // calls queued while Redis was stopped ran when it resumed; none may count twice, some may be lost
+    assertTrue(inRedis <= recorded, "Redis counted " + inRedis + " first attempts of " + recorded + " recorded");
+    assertTrue(inRedis >= recorded / 2, "most counts arrive: " + inRedis + " of " + recorded);
+    long granted = redisRetries();
+    assertTrue(granted <= storm.grantedByRedis.get() + storm.timedOut(), "grants in Redis " + granted);
+  }
+
+  @Test
+  void aClientBuiltWhileRedisIsDownWorksFromItsFallbackAndConnectsLater() {
+    RedisServerProcess server = redis.server();
+    server.kill();
+    try (RedisBudgetClient late = RedisBudgetClient.builder(RedisConnectionOptions.standalone(server.uri()).build())
+        .callTimeout(CALL_TIMEOUT).build()) {
+      RetryBudget b = late.budget(BudgetConfig.builder("late").build());
+      assertTrue(b.isDegraded());
+      assertEquals(BudgetDecision.GRANTED_FALLBACK, b.tryAcquire(), "floor share of a lone client");
+      server.restart();
+      Eventually.await("connected", Duration.ofSeconds(3), () -> !late.isDegraded() && !b.isDegraded()
+          && b.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+    }
+  }
+
+  @Test
+  void fallbackPolicies() {
+    redis.server().kill();
+    try (RedisBudgetClient deny = RedisBudgetClient.builder(redis.connectionOptions().build())
+            .callTimeout(CALL_TIMEOUT).fallbackPolicy(FallbackPolicy.DENY).build();
+        RedisBudgetClient allow = RedisBudgetClient.builder(redis.connectionOptions().build())
+            .callTimeout(CALL_TIMEOUT).fallbackPolicy(FallbackPolicy.ALLOW).build();
+        RedisBudgetClient noFloor = RedisBudgetClient.builder(redis.connectionOptions().build())
+            .callTimeout(CALL_TIMEOUT).fallbackSharesFloor(false).build()) {
+      assertEquals(BudgetDecision.DENIED_FALLBACK, deny.budget(BudgetConfig.builder("p").build()).tryAcquire());
+      assertEquals(BudgetDecision.GRANTED_FALLBACK, allow.budget(BudgetConfig.builder("p").build()).tryAcquire());
+      RetryBudget local = noFloor.budget(BudgetConfig.builder("p").ratio(0.5).build());
+      assertEquals(BudgetDecision.DENIED_FALLBACK, local.tryAcquire(), "no requests, no floor: nothing");
+      for (int i = 0; i < 10; i++) {
+        local.recordFirstAttempt();
+      }
+      int granted = 0;
+      for (int i = 0; i < 10; i++) {
+        if (local.tryAcquire().granted()) {
+          granted++;
+        }
+      }
+      assertEquals(5, granted, "half of its own 10 first attempts");
+    }
+  }
+
+  @Test
+  void theLocalFallbackTakesOnlyItsShareOfTheFleetFloor() throws Exception {
+    // four clients seen in Redis; then Redis goes away
+    List<RetryBudget> fleet = new ArrayList<>();
+    BudgetConfig config = BudgetConfig.builder("share").minRetriesPerSecond(4).windowSeconds(10).build();
+    for (int i = 0; i < 4; i++) {
+      RetryBudget b = client.budget(config);
+      b.recordFirstAttempt();
+      fleet.add(b);
+    }
+    for (RetryBudget b : fleet) {
+      b.acquire().toCompletableFuture().get(); // every client learns the fleet size
+    }
+    RetryBudget last = client.budget(config);
+    last.acquire().toCompletableFuture().get();
+    redis.server().kill();
+    Eventually.await("degraded", Duration.ofSeconds(2), () -> {
+      last.tryAcquire();
+      return last.isDegraded();
+    });
+    int granted = 0;
+    for (int i = 0; i < 100; i++) {
+      if (last.tryAcquire().granted()) {
+        granted++;
+      }
+    }
+    // fleet floor 4/s x 10 s = 40, shared by 5 clients: at most 8 each (some used before degrading)
+    assertTrue(granted <= 8, "granted " + granted);
+  }
+
+  /** A storm past its warm-up (class loading, JIT), measured from a healthy state on. */
+  private Storm warmStorm() {
+    Storm s = new Storm(budget, 3);
+    Eventually.await("traffic reaches Redis", Duration.ofSeconds(3), () -> redisRequests() > 0);
+    s.runFor(Duration.ofMillis(500));
+    Eventually.await("healthy", Duration.ofSeconds(2), () -> !budget.isDegraded());
+    s.resetStats();
+    return s;
+  }
+
+  private long redisRequests() {
+    return counter("q");
+  }
+
+  private long redisRetries() {
+    return counter("g");
+  }
+
+  private long counter(String prefix) {
+    List<String> args = new ArrayList<>(List.of("HMGET", new BudgetKeys("faults").window()));
+    for (int i = 0; i < 10; i++) {
+      args.add(prefix + i);
+    }
+    @SuppressWarnings("unchecked")
+    List<Object> values = (List<Object>) redis.server().call(args.toArray(new String[0]));
+    long sum = 0;
+    for (Object v : values) {
+      if (v != null) {
+        sum += Long.parseLong((String) v);
+      }
+    }
+    return sum;
+  }
+
+  /** Threads that count first attempts and ask for permits as fast as they can. */
+  static final class Storm {
+    final AtomicLong firstAttempts = new AtomicLong();
+    final AtomicLong calls = new AtomicLong();
+    final AtomicLong maxLatencyNanos = new AtomicLong();
+    final AtomicLong slowCalls = new AtomicLong();
+    final AtomicLong fallbackDecisions = new AtomicLong();
+    final AtomicLong grantedByRedis = new AtomicLong();
+    final AtomicLong overTimeout = new AtomicLong();
+    private final AtomicBoolean running = new AtomicBoolean(true);
+    private final List<Thread> threads = new ArrayList<>();
+    private final AtomicLong maxPauseNanos = new AtomicLong();
+
+    Storm(RetryBudget budget, int threadCount) {
+      for (int t = 0; t < threadCount; t++) {
+        Thread thread = new Thread(() -> {
+          long lastLoop = System.nanoTime();
+          while (running.get()) {
+            for (int i = 0; i < 10; i++) {
+              budget.recordFirstAttempt();
+            }
+            firstAttempts.addAndGet(10);
+            long start = System.nanoTime();
+            // time the thread spent off-CPU between loops (GC, scheduling) shows how noisy the box is
+            maxPauseNanos.accumulateAndGet(start - lastLoop, Math::max);
+            BudgetDecision d = budget.tryAcquire();
+            long took = System.nanoTime() - start;
+            lastLoop = System.nanoTime();
+            calls.incrementAndGet();
+            maxLatencyNanos.accumulateAndGet(took, Math::max);
+            if (took > LATENCY_BOUND_NANOS) {
+              slowCalls.incrementAndGet();
+            }
+            if (took > CALL_TIMEOUT.toNanos()) {
+              overTimeout.incrementAndGet();
+            }
+            if (d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK || d.reason() == BudgetDecision.Reason.DENIED_FALLBACK) {
+              fallbackDecisions.incrementAndGet();
+            }
+            if (d.reason() == BudgetDecision.Reason.GRANTED) {
+              grantedByRedis.incrementAndGet();
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+          }
+        }, "storm-" + t);
+        thread.setDaemon(true);
+        thread.start();
+        threads.add(thread);
+      }
+    }
+
+    void resetStats() {
+      maxLatencyNanos.set(0);
+      slowCalls.set(0);
+      maxPauseNanos.set(0);
+      fallbackDecisions.set(0);
+    }
+
+    /** Calls that timed out may still have been granted in Redis once. */
+    long timedOut() {
+      return overTimeout.get() + fallbackDecisions.get();
+    }
+
+    /**
+     * A pause of the JVM itself (GC, the OS scheduling another process on this 2-core box) adds to
+     * any call it lands in; the bound applies to time spent on the budget's account, so the worst
+     * pause seen between calls is allowed on top.
+     */
+    long schedulingSlackNanos() {
+      return maxPauseNanos.get();
+    }
+
+    void runFor(Duration d) {
+      java.util.concurrent.locks.LockSupport.parkNanos(d.toNanos());
+    }
+
+    void stop() {
+      running.set(false);
+      for (Thread t : threads) {
+        try {
+          t.join(2000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    }
+
+    String report() {
+      return String.format("%d calls, max latency %.1f ms, %d over timeout+10ms, worst pause between calls %.1f ms",
+          calls.get(), maxLatencyNanos.get() / 1e6, slowCalls.get(), maxPauseNanos.get() / 1e6);
+    }
+  }
+}

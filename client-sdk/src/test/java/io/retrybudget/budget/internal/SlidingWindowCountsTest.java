@@ -1,0 +1,53 @@
+package io.retrybudget.budget.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import org.junit.jupiter.api.Test;
+
+class SlidingWindowCountsTest {
+
+  @Test
+  void countsWithinTheWindowAndForgetsOlderBuckets() {
+    SlidingWindowCounts w = new SlidingWindowCounts(10_000); // buckets of 1 s
+    w.add(0, 5, 1, 0);
+    w.add(999, 5, 0, 2);
+    w.add(1_000, 7, 0, 0);
+    assertEquals(17, w.requests(1_500));
+    assertEquals(1, w.retries(1_500));
+    assertEquals(2, w.denied(1_500));
+    assertEquals(17, w.requests(9_999));
+    assertEquals(7, w.requests(10_000), "the first bucket left the window");
+    assertEquals(0, w.requests(11_000));
+  }
+
+  @Test
+  void aReusedSlotStartsFromZero() {
+    SlidingWindowCounts w = new SlidingWindowCounts(1_000); // buckets of 100 ms
+    w.add(50, 10, 0, 0);
+    w.add(1_050, 3, 0, 0); // same slot, one window later
+    assertEquals(3, w.requests(1_050));
+  }
+
+  @Test
+  void aWindowCoversTenBuckets() {
+    SlidingWindowCounts w = new SlidingWindowCounts(10_000);
+    for (int s = 0; s < 30; s++) {
+      w.add(s * 1_000L, 1, 0, 0);
+    }
+    assertEquals(10, w.requests(29_000));
+    assertEquals(10_000, w.windowMillis());
+  }
+
+  @Test
+  void countsBeforeTheEpochToo() {
+    SlidingWindowCounts w = new SlidingWindowCounts(10_000);
+    w.add(-1, 4, 0, 0);
+    assertEquals(4, w.requests(0));
+  }
+
+  @Test
+  void rejectsAWindowTooShortForTenBuckets() {
+    assertThrows(IllegalArgumentException.class, () -> new SlidingWindowCounts(9));
+  }
+}

@@ -1,0 +1,271 @@
+package io.retrybudget.budget.redis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.internal.BudgetArithmetic;
+import io.retrybudget.testing.RedisBinary;
+import io.retrybudget.testing.RedisExtension;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The scripts of lua/ against a real Redis, called as any client would (EVALSHA by the store).
+ * .ci/run runs this class a second time with REDIS_SERVER_BINARY=embedded (Redis 6.2).
+ */
+class LuaScriptTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+  private static RedisBudgetStore store;
+  private int nextSeq;
+
+  @BeforeAll
+  static void connect() {
+    System.out.println("redis-server version under test: " + RedisBinary.version());
+    store = RedisBudgetStore.connect(redis.connectionOptions().build());
+  }
+
+  @AfterAll
+  static void disconnect() {
+    store.close();
+  }
+
+  @BeforeEach
+  void clean() {
+    redis.flushAll();
+    nextSeq = 0;
+  }
+
+  private BudgetReply budget(String name, String client, long requests, long denied, int need, int want,
+      long ratioPpm, int window, int floor, String mode) throws Exception {
+    BudgetKeys k = new BudgetKeys(name);
+    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients()},
+        client, Integer.toString(++nextSeq), Long.toString(requests), Long.toString(denied),
+        Integer.toString(need), Integer.toString(want), Long.toString(ratioPpm), Integer.toString(window),
+        Integer.toString(floor), mode).get(5, TimeUnit.SECONDS);
+    return BudgetReply.parse(raw);
+  }
+
+  private BudgetReply count(String name, long requests) throws Exception {
+    return budget(name, "c1", requests, 0, 0, 0, 100_000, 100, 0, "enforce");
+  }
+
+  private BudgetReply acquire(String name) throws Exception {
+    return budget(name, "c1", 0, 0, 1, 1, 100_000, 100, 0, "enforce");
+  }
+
+  private List<Object> status(String name) throws Exception {
+    BudgetKeys k = new BudgetKeys(name);
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, "100000", "10", "10", "enforce")
+        .get(5, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void grantsExactlyTheAllowanceThenDenies() throws Exception {
+    count("api", 1000);
+    int granted = 0;
+    int denied = 0;
+    for (int i = 0; i < 150; i++) {
+      BudgetReply r = acquire("api");
+      if (r.status().equals(BudgetReply.GRANTED)) {
+        granted++;
+        assertEquals(1, r.granted());
+      } else {
+        assertEquals(BudgetReply.DENIED, r.status());
+        assertEquals(0, r.granted());
+        denied++;
+      }
+    }
+    assertEquals(100, granted);
+    assertEquals(50, denied);
+    List<Object> s = status("api");
+    assertEquals(1000L, s.get(1));
+    assertEquals(100L, s.get(2));
+    assertEquals(50L, s.get(3));
+    assertEquals(100L, s.get(4));
+    assertEquals("0.100000", s.get(10));
+  }
+
+  @Test
+  void theFloorIsForTheWholeFleetNotPerClient() throws Exception {
+    int granted = 0;
+    for (int i = 0; i < 50; i++) {
+      // five different clients ask; the floor (2/s over 10 s = 20) is shared by all of them
+      BudgetReply r = budget("floor", "client-" + (i % 5), 0, 0, 1, 1, 100_000, 10, 2, "enforce");
+      if (r.status().equals(BudgetReply.GRANTED)) {
+        granted++;
+      }
+    }
+    assertEquals(20, granted);
+  }
+
+  @Test
+  void allOrNoneAndLeases() throws Exception {
+    count("batch", 100); // allowance 10
+    BudgetReply five = budget("batch", "c1", 0, 0, 5, 5, 100_000, 100, 0, "enforce");
+    assertEquals(5, five.granted());
+    BudgetReply six = budget("batch", "c1", 0, 0, 6, 6, 100_000, 100, 0, "enforce");
+    assertEquals(BudgetReply.DENIED, six.status());
+    assertEquals(6, six.denied(), "all-or-none refusal counts every permit asked for");
+    BudgetReply lease = budget("batch", "c1", 0, 0, 1, 8, 100_000, 100, 0, "enforce");
+    assertEquals(5, lease.granted(), "a lease takes what is left, up to what was wanted");
+    assertEquals(10, lease.retries());
+  }
+
+  @Test
+  void firstClientSeedsConfigurationAndNobodyOverwritesIt() throws Exception {
+    budget("seeded", "a", 10, 0, 0, 0, 200_000, 20, 3, "shadow");
+    BudgetReply other = budget("seeded", "b", 10, 0, 0, 0, 500_000, 5, 7, "enforce");
+    assertEquals(200_000, other.ratioPpm());
+    assertEquals(20, other.windowSeconds());
+    assertEquals(3, other.minRetriesPerSecond());
+    assertEquals("shadow", other.mode());
+    assertEquals(20, other.requests());
+  }
+
+  @Test
+  void shadowModeGrantsButCountsWouldDeny() throws Exception {
+    budget("shadowed", "c1", 10, 0, 0, 0, 100_000, 100, 0, "shadow"); // allowance 1
+    BudgetReply first = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 100, 0, "shadow");
+    BudgetReply second = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 100, 0, "shadow");
+    assertEquals(BudgetReply.GRANTED, first.status());
+    assertEquals(BudgetReply.SHADOW, second.status());
+    assertEquals(1, second.granted());
+    assertEquals(1, second.denied());
+    assertEquals(2, second.retries());
+  }
+
+  @Test
+  void aCallSeenBeforeIsNotAppliedTwice() throws Exception {
+    BudgetKeys k = new BudgetKeys("dedupe");
+    String[] keys = {k.config(), k.window(), k.clients()};
+    String[] args = {"client-x", "7", "40", "2", "0", "0", "100000", "100", "0", "enforce"};
+    BudgetReply once = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
+    BudgetReply again = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
+    String[] older = args.clone();
+    older[1] = "6";
+    BudgetReply late = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, older).get(5, TimeUnit.SECONDS));
+    assertEquals(BudgetReply.COUNTED, once.status());
+    assertEquals(BudgetReply.STALE, again.status());
+    assertEquals(BudgetReply.STALE, late.status());
+    assertEquals(40, late.requests());
+    assertEquals(2, late.denied());
+    // another client with the same sequence number is a different call
+    String[] otherClient = args.clone();
+    otherClient[0] = "client-y";
+    BudgetReply other = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, otherClient).get(5, TimeUnit.SECONDS));
+    assertEquals(80, other.requests());
+    assertEquals(2, other.activeClients());
+  }
+
+  @Test
+  void bucketsOlderThanTheWindowAreNotCounted() throws Exception {
+    BudgetReply now = count("sliding", 500);
+    BudgetKeys k = new BudgetKeys("sliding");
+    // move the live bucket's data into another slot, stamped exactly one window ago
+    List<Object> stamps = (List<Object>) redis.server().call("HMGET", k.window(), "t0", "t1", "t2", "t3", "t4",
+        "t5", "t6", "t7", "t8", "t9");
+    long cur = -1;
+    int slot = -1;
+    for (int i = 0; i < 10; i++) {
+      if (stamps.get(i) != null) {
+        cur = Long.parseLong((String) stamps.get(i));
+        slot = i;
+      }
+    }
+    assertTrue(slot >= 0);
+    int oldSlot = (slot + 1) % 10;
+    redis.server().call("HSET", k.window(), "t" + oldSlot, Long.toString(cur - 9), "q" + oldSlot, "300");
+    int olderSlot = (slot + 2) % 10;
+    redis.server().call("HSET", k.window(), "t" + olderSlot, Long.toString(cur - 10), "q" + olderSlot, "7000");
+    BudgetReply after = count("sliding", 0);
+    long expected = now.requests() + 300; // cur - 9 is inside the window, cur - 10 has left it
+    assertTrue(after.requests() == expected || after.requests() == 300,
+        "either the same bucket (" + expected + ") or the clock moved one bucket on: " + after.requests());
+  }
+
+  @Test
+  void changingTheWindowStartsTheCountsAfresh() throws Exception {
+    count("rewindow", 100);
+    BudgetKeys k = new BudgetKeys("rewindow");
+    store.run(LuaScript.CONFIGURE, new String[] {k.config()}, "", "20", "", "", "100000", "10", "10", "enforce")
+        .get(5, TimeUnit.SECONDS);
+    BudgetReply r = count("rewindow", 1);
+    assertEquals(20, r.windowSeconds());
+    assertEquals(1, r.requests());
+  }
+
+  @Test
+  void rejectsBadArgumentsNamingThem() {
+    BudgetKeys k = new BudgetKeys("bad");
+    String[] keys = {k.config(), k.window(), k.clients()};
+    ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
+        "c", "1", "-5", "0", "0", "0", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid requests"), e.getCause().getMessage());
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
+        "c", "1", "0", "0", "2", "1", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid want"), e.getCause().getMessage());
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+        "0", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid ratio_ppm"), e.getCause().getMessage());
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+        "", "", "", "loud", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid mode"), e.getCause().getMessage());
+    assertEquals(0L, redis.server().call("EXISTS", k.config()), "nothing half-written");
+  }
+
+  @Test
+  void configureKeepsFieldsLeftOut() throws Exception {
+    BudgetKeys k = new BudgetKeys("conf");
+    List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+        "250000", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
+    assertEquals(List.of(250000L, 10L, 10L, "enforce"), first);
+    List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+        "", "30", "0", "shadow", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
+    assertEquals(List.of(250000L, 30L, 0L, "shadow"), second);
+  }
+
+  @Test
+  void statusOfAnUnknownBudgetSaysSoAndCreatesNothing() throws Exception {
+    List<Object> s = status("nobody");
+    assertEquals(0L, s.get(0));
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void idleKeysExpire() throws Exception {
+    budget("ttl", "c1", 5, 0, 0, 0, 100_000, 10, 1, "enforce");
+    BudgetKeys k = new BudgetKeys("ttl");
+    long winTtl = (Long) redis.server().call("PTTL", k.window());
+    long cliTtl = (Long) redis.server().call("PTTL", k.clients());
+    long cfgTtl = (Long) redis.server().call("PTTL", k.config());
+    assertTrue(winTtl > 0 && winTtl <= 20_000, "window ttl " + winTtl);
+    assertTrue(cliTtl > 0 && cliTtl <= 60_000, "clients ttl " + cliTtl);
+    assertTrue(cfgTtl > 0, "config ttl " + cfgTtl);
+  }
+
+  @Test
+  void arithmeticMatchesTheJavaRuleForLargeCounts() throws Exception {
+    long requests = 123_456_789L;
+    BudgetReply r = budget("big", "c1", requests, 0, 0, 0, 123_457, 60, 17, "enforce");
+    assertEquals(BudgetArithmetic.allowance(123_457, requests, 17, 60), r.allowance());
+  }
+
+  @Test
+  void everyKeyOfABudgetSharesOneHashTag() {
+    BudgetKeys k = new BudgetKeys("payments-api");
+    for (String key : List.of(k.config(), k.window(), k.clients())) {
+      assertTrue(key.startsWith("rb:v1:{payments-api}:"), key);
+      assertEquals("payments-api", BudgetKeys.budgetOf(key));
+    }
+    assertEquals(null, BudgetKeys.budgetOf("other:{x}:y"));
+    assertFalse(BudgetKeys.budgetOf("rb:v1:{bad name}:cfg") != null);
+  }
+}

@@ -1,0 +1,81 @@
+package io.retrybudget.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Finds a redis-server binary: {@code REDIS_SERVER_BINARY} (a path, or {@code embedded}), else
+ * {@code redis-server} on PATH, else the Redis 6.2 binary shipped in
+ * com.github.codemonstur:embedded-redis, so tests pass with only a JDK and Maven.
+ */
+public final class RedisBinary {
+  private static final String EMBEDDED_RESOURCE = "/redis-server-6.2.6-v5-linux-amd64";
+  private static volatile Path resolved;
+
+  private RedisBinary() {}
+
+  public static synchronized Path path() {
+    if (resolved == null) {
+      resolved = resolve();
+    }
+    return resolved;
+  }
+
+  /** The version the binary reports, e.g. "7.0.15". */
+  public static String version() {
+    try {
+      Process p = new ProcessBuilder(path().toString(), "--version").redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes());
+      p.waitFor(5, TimeUnit.SECONDS);
+      int v = out.indexOf("v=");
+      return v < 0 ? out.trim() : out.substring(v + 2).split("\\s")[0];
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static Path resolve() {
+    String override = System.getenv("REDIS_SERVER_BINARY");
+    if (override != null && !override.isBlank()) {
+      return "embedded".equals(override) ? extractEmbedded() : Path.of(override);
+    }
+    String pathEnv = System.getenv().getOrDefault("PATH", "");
+    for (String dir : pathEnv.split(java.io.File.pathSeparator)) {
+      Path candidate = Path.of(dir, "redis-server");
+      if (Files.isExecutable(candidate)) {
+        return candidate;
+      }
+    }
+    return extractEmbedded();
+  }
+
+  private static Path extractEmbedded() {
+    String arch = System.getProperty("os.arch");
+    if (!System.getProperty("os.name").toLowerCase().contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+      throw new IllegalStateException("no redis-server on PATH and no embedded binary for "
+          + System.getProperty("os.name") + "/" + arch + ": install redis-server or set TEST_REDIS_URL");
+    }
+    try (InputStream in = RedisBinary.class.getResourceAsStream(EMBEDDED_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException("embedded-redis jar not on the test classpath");
+      }
+      Path dir = Files.createTempDirectory("embedded-redis");
+      Path binary = dir.resolve("redis-server");
+      Files.copy(in, binary, StandardCopyOption.REPLACE_EXISTING);
+      binary.toFile().setExecutable(true);
+      binary.toFile().deleteOnExit();
+      dir.toFile().deleteOnExit();
+      return binary;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot extract the embedded redis-server", e);
+    }
+  }
+}

@@ -1,0 +1,127 @@
+package io.retrybudget.testing;
+
+import io.retrybudget.budget.redis.RedisConnectionOptions;
+import java.util.List;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * JUnit 5 extension: a real Redis per test class. Standalone from {@link RedisBinary} on a free
+ * loopback port (or {@code TEST_REDIS_URL} when set, without fault injection), or a real 3-master
+ * Cluster of separate processes.
+ *
+ * <pre>{@code @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();}</pre>
+ */
+public final class RedisExtension implements BeforeAllCallback, AfterAllCallback {
+  private final boolean cluster;
+  private RedisServerProcess server;
+  private RedisClusterProcesses clusterProcesses;
+  private String externalUri;
+
+  private RedisExtension(boolean cluster) {
+    this.cluster = cluster;
+  }
+
+  public static RedisExtension standalone() {
+    return new RedisExtension(false);
+  }
+
+  public static RedisExtension cluster() {
+    return new RedisExtension(true);
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) {
+    if (cluster) {
+      clusterProcesses = RedisClusterProcesses.start(3);
+      return;
+    }
+    String external = System.getenv("TEST_REDIS_URL");
+    if (external != null && !external.isBlank()) {
+      externalUri = external;
+    } else {
+      server = RedisServerProcess.start();
+    }
+  }
+
+  @Override
+  public void afterAll(ExtensionContext context) {
+    if (server != null) {
+      server.close();
+    }
+    if (clusterProcesses != null) {
+      clusterProcesses.close();
+    }
+  }
+
+  public boolean isCluster() {
+    return cluster;
+  }
+
+  public RedisConnectionOptions.Builder connectionOptions() {
+    if (cluster) {
+      return RedisConnectionOptions.cluster(clusterProcesses.nodes());
+    }
+    return RedisConnectionOptions.standalone(uri());
+  }
+
+  public String uri() {
+    if (cluster) {
+      throw new IllegalStateException("a cluster has no single URI; use nodes()");
+    }
+    return externalUri != null ? externalUri : server.uri();
+  }
+
+  public List<String> nodes() {
+    return clusterProcesses.nodes();
+  }
+
+  /** The process to kill, pause or restart; skips the test when Redis is external. */
+  public RedisServerProcess server() {
+    Assumptions.assumeTrue(server != null, "fault injection needs a Redis started by the harness");
+    return server;
+  }
+
+  /** The process serving {@code key}: the server, or the Cluster master owning its slot. */
+  public RedisServerProcess serverFor(String key) {
+    return cluster ? clusterProcesses.masterFor(key) : server();
+  }
+
+  public RedisClusterProcesses clusterProcesses() {
+    return clusterProcesses;
+  }
+
+  /** Empties every node. */
+  public void flushAll() {
+    if (cluster) {
+      for (RedisServerProcess m : clusterProcesses.masters()) {
+        m.call("FLUSHALL");
+      }
+    } else if (server != null) {
+      server.call("FLUSHALL");
+    }
+  }
+
+  /** SCRIPT FLUSH on every node, as after a restart or failover. */
+  public void flushScripts() {
+    if (cluster) {
+      for (RedisServerProcess m : clusterProcesses.masters()) {
+        m.call("SCRIPT", "FLUSH");
+      }
+    } else {
+      server().call("SCRIPT", "FLUSH");
+    }
+  }
+
+  /** Sum of calls of one command (e.g. "evalsha") from INFO commandstats over every node. */
+  public long commandCalls(String command) {
+    long total = 0;
+    List<RedisServerProcess> nodes = cluster ? clusterProcesses.masters() : List.of(server());
+    for (RedisServerProcess n : nodes) {
+      total += CommandStats.calls(String.valueOf(n.call("INFO", "commandstats")), command);
+    }
+    return total;
+  }
+}

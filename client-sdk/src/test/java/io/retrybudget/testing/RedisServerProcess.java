@@ -1,0 +1,196 @@
+package io.retrybudget.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real redis-server process on a loopback port, which tests can kill, pause (SIGSTOP), resume
+ * (SIGCONT) and restart on the same port with an empty data set and script cache.
+ */
+public final class RedisServerProcess implements AutoCloseable {
+  private final int port;
+  private final Path dir;
+  private final List<String> extraArgs;
+  private Process process;
+
+  private RedisServerProcess(int port, List<String> extraArgs) {
+    this.port = port;
+    this.extraArgs = extraArgs;
+    try {
+      this.dir = Files.createTempDirectory("redis-" + port + "-");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public static RedisServerProcess start() {
+    return start(freePort(), List.of());
+  }
+
+  public static RedisServerProcess start(int port, List<String> extraArgs) {
+    RedisServerProcess server = new RedisServerProcess(port, extraArgs);
+    server.launch();
+    return server;
+  }
+
+  public int port() {
+    return port;
+  }
+
+  public String uri() {
+    return "redis://127.0.0.1:" + port;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  public boolean isAlive() {
+    return process != null && process.isAlive();
+  }
+
+  private synchronized void launch() {
+    List<String> cmd = new ArrayList<>(List.of(RedisBinary.path().toString(),
+        "--port", Integer.toString(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--protected-mode", "no", "--dir", dir.toString(), "--loglevel", "warning"));
+    cmd.addAll(extraArgs);
+    try {
+      process = new ProcessBuilder(cmd)
+          .redirectErrorStream(true)
+          .redirectOutput(dir.resolve("redis.log").toFile())
+          .start();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot start " + cmd, e);
+    }
+    awaitPing();
+  }
+
+  private void awaitPing() {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    IOException last = null;
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new IllegalStateException("redis-server exited: " + log());
+      }
+      try (RespClient c = new RespClient("127.0.0.1", port, 500)) {
+        if ("PONG".equals(c.call("PING"))) {
+          return;
+        }
+      } catch (IOException e) {
+        last = e;
+      }
+      sleepQuietly(20);
+    }
+    throw new IllegalStateException("redis-server did not answer on port " + port + ": " + last + " " + log());
+  }
+
+  /** Sends one admin command with the harness's own client. */
+  public Object call(String... args) {
+    try (RespClient c = new RespClient("127.0.0.1", port, 5000)) {
+      return c.call(args);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** SIGKILL: the process is gone, connections drop. */
+  public synchronized void kill() {
+    if (process != null && process.isAlive()) {
+      process.destroyForcibly();
+      try {
+        process.waitFor(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** SIGSTOP: connections stay open, nothing is answered. */
+  public void pause() {
+    signal("-STOP");
+  }
+
+  /** SIGCONT after {@link #pause()}. */
+  public void resume() {
+    signal("-CONT");
+  }
+
+  /** Kills (if alive) and starts again on the same port: empty data, empty script cache. */
+  public synchronized void restart() {
+    kill();
+    launch();
+  }
+
+  private void signal(String sig) {
+    try {
+      Process p = new ProcessBuilder("kill", sig, Long.toString(process.pid())).inheritIO().start();
+      if (!p.waitFor(5, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IllegalStateException("kill " + sig + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private String log() {
+    try {
+      return Files.readString(dir.resolve("redis.log"));
+    } catch (IOException e) {
+      return "(no log)";
+    }
+  }
+
+  @Override
+  public void close() {
+    if (process != null) {
+      resume0();
+      kill();
+    }
+  }
+
+  private void resume0() {
+    try {
+      if (process.isAlive()) {
+        signal("-CONT");
+      }
+    } catch (RuntimeException ignored) {
+      // best effort before the kill
+    }
+  }
+
+  /** A free loopback port; below 55535 so a Cluster bus port (port + 10000) is valid too. */
+  public static int freePort() {
+    for (int i = 0; i < 100; i++) {
+      try (ServerSocket s = new ServerSocket(0)) {
+        int p = s.getLocalPort();
+        if (p < 55535) {
+          try (ServerSocket bus = new ServerSocket(p + 10000)) {
+            return p;
+          } catch (IOException busTaken) {
+            // try another
+          }
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+    throw new IllegalStateException("no free port found");
+  }
+
+  static void sleepQuietly(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,161 @@
+-- budget.lua: count first attempts and local refusals, and decide on extra-attempt permits, in
+-- one atomic step. Documented in lua/README.md (KEYS, ARGV, reply).
+--
+-- Bounded work per call: one HMGET of the 10-bucket ring, one HSET of the current bucket, a few
+-- small commands. No loops over individual requests, no sorted-set logs.
+
+-- Redis 6.2 replicates scripts verbatim unless told otherwise, and then refuses writes after TIME.
+-- On 7.x effects replication is the only mode and this call is a no-op.
+if redis.replicate_commands then redis.replicate_commands() end
+
+local BUCKETS = 10
+local CLIENT_TTL_WINDOWS = 6
+local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
+
+local cfg_key, win_key, cli_key = KEYS[1], KEYS[2], KEYS[3]
+
+local function int(i)
+  local v = tonumber(ARGV[i])
+  if v == nil or v ~= math.floor(v) or v < 0 then return nil end
+  return v
+end
+
+local client_id = ARGV[1] or ''
+local seq = int(2)
+local add_requests = int(3)
+local add_denied = int(4)
+local need = int(5)
+local want = int(6)
+if seq == nil then return redis.error_reply('ERR invalid seq') end
+if add_requests == nil then return redis.error_reply('ERR invalid requests') end
+if add_denied == nil then return redis.error_reply('ERR invalid denied') end
+if need == nil then return redis.error_reply('ERR invalid need') end
+if want == nil or want < need then return redis.error_reply('ERR invalid want') end
+
+-- Configuration beside the counters is authoritative; a client only seeds what is missing.
+local cfg = redis.call('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode')
+local seed_names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode' }
+for i = 1, 4 do
+  if not cfg[i] then
+    redis.call('HSETNX', cfg_key, seed_names[i], ARGV[6 + i])
+    cfg[i] = ARGV[6 + i]
+  end
+end
+local ratio_ppm = tonumber(cfg[1])
+local window_s = tonumber(cfg[2])
+local min_rps = tonumber(cfg[3])
+local mode = cfg[4]
+if ratio_ppm == nil or ratio_ppm < 1 or ratio_ppm > 1000000 then return redis.error_reply('ERR invalid ratio_ppm') end
+if window_s == nil or window_s < 1 or window_s ~= math.floor(window_s) then return redis.error_reply('ERR invalid window_s') end
+if min_rps == nil or min_rps < 0 then return redis.error_reply('ERR invalid min_rps') end
+if mode ~= 'enforce' and mode ~= 'shadow' then return redis.error_reply('ERR invalid mode') end
+
+-- Redis's clock, so skewed client clocks do not matter.
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local bucket_ms = window_s * 1000 / BUCKETS
+local cur = math.floor(now_ms / bucket_ms)
+local slot = cur % BUCKETS
+
+local fields = { 'bms' }
+for i = 0, BUCKETS - 1 do
+  local n = #fields
+  fields[n + 1] = 't' .. i
+  fields[n + 2] = 'q' .. i
+  fields[n + 3] = 'g' .. i
+  fields[n + 4] = 'd' .. i
+  fields[n + 5] = 'a' .. i
+end
+local w = redis.call('HMGET', win_key, unpack(fields))
+-- A changed window length makes the stored bucket numbers meaningless: start over.
+local fresh = tonumber(w[1]) ~= bucket_ms
+
+local requests, retries, denied, active = 0, 0, 0, 0
+local cq, cg, cd, ca = 0, 0, 0, 0
+if not fresh then
+  for i = 0, BUCKETS - 1 do
+    local b = 2 + i * 5
+    local stamp = tonumber(w[b])
+    if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
+      local q, g, d, a = tonumber(w[b + 1]) or 0, tonumber(w[b + 2]) or 0, tonumber(w[b + 3]) or 0, tonumber(w[b + 4]) or 0
+      requests = requests + q
+      retries = retries + g
+      denied = denied + d
+      if a > active then active = a end
+      if i == slot and stamp == cur then cq, cg, cd, ca = q, g, d, a end
+    end
+  end
+end
+
+-- De-duplication: a client numbers its calls; a call it already gave up on and that arrives again
+-- (a replay after a reconnect) or late is not applied twice.
+local new_client_in_bucket = false
+if client_id ~= '' then
+  local prev = redis.call('HGET', cli_key, client_id)
+  local last_seq, last_bucket = 0, -1
+  if prev then
+    local sep = string.find(prev, ':', 1, true)
+    last_seq = tonumber(string.sub(prev, 1, sep - 1))
+    last_bucket = tonumber(string.sub(prev, sep + 1))
+  end
+  if seq <= last_seq then
+    local allowance_now = math.floor(requests / 1000000) * ratio_ppm
+        + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
+    return { 'stale', 0, requests, retries, denied, allowance_now, active, ratio_ppm, window_s, min_rps, mode }
+  end
+  redis.call('HSET', cli_key, client_id, string.format('%d:%d', seq, cur))
+  if last_bucket ~= cur then
+    new_client_in_bucket = true
+    -- bounded clean-up of clients gone quiet, a couple per bucket change
+    local sample = redis.call('HRANDFIELD', cli_key, 2, 'WITHVALUES')
+    for i = 1, #sample, 2 do
+      local v = sample[i + 1]
+      local sep = string.find(v, ':', 1, true)
+      local seen = sep and tonumber(string.sub(v, sep + 1)) or 0
+      if seen < cur - CLIENT_TTL_WINDOWS * BUCKETS then redis.call('HDEL', cli_key, sample[i]) end
+    end
+  end
+  redis.call('PEXPIRE', cli_key, window_s * 1000 * CLIENT_TTL_WINDOWS)
+end
+
+requests = requests + add_requests
+denied = denied + add_denied
+cq = cq + add_requests
+cd = cd + add_denied
+if new_client_in_bucket then
+  ca = ca + 1
+  if ca > active then active = ca end
+end
+
+-- allowance = floor(ratio * requests) + floor_per_sec * window, in integers (ratio in ppm); split
+-- so that ratio_ppm * requests never leaves the exact range of a double.
+local allowance = math.floor(requests / 1000000) * ratio_ppm
+    + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
+local available = allowance - retries
+if available < 0 then available = 0 end
+
+local status, granted = 'counted', 0
+if need > 0 then
+  if available >= need then
+    status = 'granted'
+    granted = math.min(want, available)
+  elseif mode == 'shadow' then
+    -- shadow: count what enforce would have refused, refuse nothing
+    status = 'shadow'
+    granted = need
+    denied = denied + need
+    cd = cd + need
+  else
+    status = 'denied'
+    denied = denied + need
+    cd = cd + need
+  end
+end
+retries = retries + granted
+cg = cg + granted
+
+redis.call('HSET', win_key, 'bms', bucket_ms, 't' .. slot, cur, 'q' .. slot, cq, 'g' .. slot, cg, 'd' .. slot, cd, 'a' .. slot, ca)
+redis.call('PEXPIRE', win_key, window_s * 1000 * 2)
+redis.call('PEXPIRE', cfg_key, CONFIG_TTL_MS)
+
+return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode }
