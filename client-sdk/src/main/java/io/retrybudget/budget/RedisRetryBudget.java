@@ -18,6 +18,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * One client's view of a fleet-wide budget in Redis.
@@ -35,6 +37,7 @@ import java.util.function.LongSupplier;
  * </ul>
  */
 final class RedisRetryBudget implements RetryBudget {
+  private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final String[] keys;
@@ -117,7 +120,7 @@ final class RedisRetryBudget implements RetryBudget {
     }
     return call(store, now, 1).orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
-        markDegraded();
+        markDegraded(error);
         return fallback(clock.getAsLong());
       }
       return decide(reply);
@@ -138,22 +141,27 @@ final class RedisRetryBudget implements RetryBudget {
         return BudgetDecision.DENIED_EXHAUSTED;
       default:
         // "stale" cannot answer a fresh sequence number unless Redis lost track: trust nothing
-        markDegraded();
+        markDegraded(null);
         return fallback(clock.getAsLong());
     }
   }
 
   /** Sends what is counted locally and asks for {@code need} permits (0: count only). */
   private CompletableFuture<BudgetReply> call(RedisBudgetStore store, long now, int need) {
-    long requests = pendingRequests.sumThenReset();
-    long denied = pendingDenied.sumThenReset();
-    recordOwn(now, requests, 0, denied);
     String needArg = Integer.toString(need);
-    CompletableFuture<List<Object>> raw = store.run(LuaScript.BUDGET, keys,
-        clientId, Long.toString(sequence.incrementAndGet()), Long.toString(requests), Long.toString(denied),
-        needArg, needArg,
-        Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
-        Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName());
+    CompletableFuture<List<Object>> raw;
+    // Numbering and sending under one lock: calls reach Redis in sequence order, so the script's
+    // de-duplication never mistakes an on-time call for a late one.
+    synchronized (sequence) {
+      long requests = pendingRequests.sumThenReset();
+      long denied = pendingDenied.sumThenReset();
+      recordOwn(now, requests, 0, denied);
+      raw = store.run(LuaScript.BUDGET, keys,
+          clientId, Long.toString(sequence.incrementAndGet()), Long.toString(requests), Long.toString(denied),
+          needArg, needArg,
+          Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
+          Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName());
+    }
     return raw.thenApply(list -> {
       BudgetReply reply = BudgetReply.parse(list);
       if (!BudgetReply.STALE.equals(reply.status())) {
@@ -186,17 +194,20 @@ final class RedisRetryBudget implements RetryBudget {
           .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((reply, error) -> {
             if (error != null || BudgetReply.STALE.equals(reply.status())) {
-              markDegraded();
+              markDegraded(error);
             }
             flushInFlight.set(false);
           });
     } catch (RuntimeException e) {
-      markDegraded();
+      markDegraded(e);
       flushInFlight.set(false);
     }
   }
 
-  private void markDegraded() {
+  private void markDegraded(Throwable cause) {
+    if (!degraded) {
+      LOG.log(Level.FINE, () -> "budget " + seed.name() + " degraded: " + cause);
+    }
     degraded = true;
   }
 
@@ -251,7 +262,7 @@ final class RedisRetryBudget implements RetryBudget {
     closed = true;
     flushTask.cancel(false);
     RedisBudgetStore store = client.store();
-    if (store != null && !degraded && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
+    if (store != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
       try {
         call(store, clock.getAsLong(), 0).get(flushTimeoutMillis, TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
