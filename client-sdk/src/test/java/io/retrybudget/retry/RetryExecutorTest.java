@@ -1,0 +1,241 @@
+package io.retrybudget.retry;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.budget.LocalRetryBudget;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+class RetryExecutorTest {
+  private static final long MS = 1_000_000L;
+  private final FakeTime time = new FakeTime();
+
+  private RetryExecutor.Builder executor(RetryPolicy policy) {
+    return RetryExecutor.builder(policy).nanoClock(time::nanos).scheduler(time).sleeper(time).random(() -> 0.5);
+  }
+
+  private static RetryPolicy.Builder policy() {
+    return RetryPolicy.builder().maxAttempts(3).backoff(Duration.ofMillis(100), Duration.ofSeconds(10));
+  }
+
+  /** An attempt source that fails with the given failures, then succeeds. */
+  private static java.util.concurrent.Callable<String> failing(AtomicInteger calls, Exception... failures) {
+    return () -> {
+      int n = calls.getAndIncrement();
+      if (n < failures.length) {
+        throw failures[n];
+      }
+      return "ok after " + n;
+    };
+  }
+
+  @Test
+  void syncRetriesTransientFailuresWithFullJitterDelays() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    String result = executor(policy().build()).build().call(failing(calls, new IOException("a"), new IOException("b")));
+    assertEquals("ok after 2", result);
+    assertEquals(List.of(50 * MS, 100 * MS), time.sleeps, "U(0, 100ms) and U(0, 200ms) at 0.5");
+  }
+
+  @Test
+  void syncStopsAtMaxAttemptsWithTheLastFailure() {
+    AtomicInteger calls = new AtomicInteger();
+    IOException last = new IOException("third");
+    IOException thrown = assertThrows(IOException.class, () -> executor(policy().build()).build()
+        .call(failing(calls, new IOException("1"), new IOException("2"), last)));
+    assertSame(last, thrown);
+    assertEquals(3, calls.get());
+  }
+
+  @Test
+  void neverRetriesWhatIsNotRetryable() {
+    AtomicInteger calls = new AtomicInteger();
+    assertThrows(IllegalStateException.class, () -> executor(policy().build()).build()
+        .call(failing(calls, new IllegalStateException("bad request"))));
+    assertEquals(1, calls.get());
+    assertEquals(List.of(), time.sleeps);
+  }
+
+  @Test
+  void retriesResultsThePolicyNamesAndReturnsTheLastOne() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    RetryPolicy p = policy().<Integer>retryOnResult(status -> status == 503).build();
+    Integer status = executor(p).build().call(() -> calls.incrementAndGet() < 10 ? 503 : 200);
+    assertEquals(503, status);
+    assertEquals(3, calls.get());
+  }
+
+  @Test
+  void theDeadlineIsNeverSleptPast() {
+    AtomicInteger calls = new AtomicInteger();
+    RetryPolicy p = policy().maxAttempts(10).deadline(Duration.ofMillis(120)).build();
+    RetryExecutor e = executor(p).random(() -> 0.99).build();
+    assertThrows(IOException.class, () -> e.call(() -> {
+      calls.incrementAndGet();
+      time.advance(10 * MS); // each attempt takes 10 ms
+      throw new IOException("down");
+    }));
+    // 10 ms, sleep 99 ms, 10 ms (119 ms): the next sleep (198 ms) would pass the deadline
+    assertEquals(2, calls.get());
+    assertEquals(List.of(99 * MS), time.sleeps);
+  }
+
+  @Test
+  void aBudgetDenialEndsTheCallAtOnceCarryingTheLastFailure() {
+    LocalRetryBudget empty = new LocalRetryBudget(BudgetConfig.builder("deps").minRetriesPerSecond(0).build(), () -> 0L);
+    AtomicInteger calls = new AtomicInteger();
+    IOException failure = new IOException("down");
+    RetryBudgetExhaustedException e = assertThrows(RetryBudgetExhaustedException.class,
+        () -> executor(policy().build()).budget(empty).build().call(failing(calls, failure)));
+    assertSame(failure, e.getCause());
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, e.decision());
+    assertEquals(1, calls.get());
+    assertEquals(List.of(), time.sleeps, "denied: no sleep first");
+    assertEquals(1, empty.windowCounts()[0], "the first attempt was counted");
+  }
+
+  @Test
+  void aGrantedBudgetLetsTheRetryRun() throws Exception {
+    LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("deps").minRetriesPerSecond(1).build(), () -> 0L);
+    AtomicInteger calls = new AtomicInteger();
+    assertEquals("ok after 1", executor(policy().build()).budget(budget).build().call(failing(calls, new IOException())));
+    assertEquals(1, budget.windowCounts()[1]);
+  }
+
+  @Test
+  void serverDelaysAreWaitedAtLeast() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    RetryPolicy p = policy().serverDelay((r, f) -> f != null ? Duration.ofMillis(700) : null).build();
+    executor(p).build().call(failing(calls, new IOException("503 Retry-After")));
+    assertEquals(List.of(700 * MS), time.sleeps);
+  }
+
+  @Test
+  void aServerDelayBeyondTheCapOrDeadlineEndsTheCallNow() {
+    RetryPolicy beyondCap = policy().serverDelay((r, f) -> Duration.ofSeconds(11)).build();
+    assertThrows(IOException.class, () -> executor(beyondCap).build().call(failing(new AtomicInteger(), new IOException())));
+    RetryPolicy beyondDeadline = policy().deadline(Duration.ofSeconds(1)).serverDelay((r, f) -> Duration.ofSeconds(2)).build();
+    assertThrows(IOException.class, () -> executor(beyondDeadline).build().call(failing(new AtomicInteger(), new IOException())));
+    RetryPolicy saysNo = policy().serverDelay((r, f) -> Duration.ofMillis(-1)).build();
+    AtomicInteger calls = new AtomicInteger();
+    assertThrows(IOException.class, () -> executor(saysNo).build().call(failing(calls, new IOException())));
+    assertEquals(1, calls.get());
+    assertEquals(List.of(), time.sleeps);
+  }
+
+  @Test
+  void asyncRetriesOnTheSchedulerAndLeavesNoTimerBehind() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    CompletableFuture<String> f = executor(policy().build()).build().callAsync(() -> calls.incrementAndGet() < 3
+        ? CompletableFuture.failedFuture(new IOException("down")) : CompletableFuture.completedFuture("ok"));
+    assertEquals(1, calls.get());
+    time.advance(50 * MS);
+    assertEquals(2, calls.get());
+    time.advance(100 * MS);
+    assertEquals("ok", f.get());
+    assertEquals(0, time.pendingTasks());
+  }
+
+  @Test
+  void asyncAttemptTimeoutCancelsTheAttemptInFlight() throws Exception {
+    List<CompletableFuture<String>> attempts = new ArrayList<>();
+    RetryPolicy p = policy().attemptTimeout(Duration.ofMillis(30)).build();
+    CompletableFuture<String> f = executor(p).build().callAsync(() -> {
+      CompletableFuture<String> never = new CompletableFuture<>();
+      attempts.add(never);
+      return never;
+    });
+    time.advance(30 * MS);
+    assertTrue(attempts.get(0).isCancelled(), "the timed-out attempt is cancelled");
+    time.advance(50 * MS + 30 * MS);
+    time.advance(100 * MS + 30 * MS);
+    ExecutionException e = assertThrows(ExecutionException.class, f::get);
+    assertTrue(e.getCause() instanceof AttemptTimeoutException, String.valueOf(e.getCause()));
+    assertEquals(3, attempts.size());
+    assertTrue(attempts.stream().allMatch(CompletableFuture::isCancelled));
+    assertEquals(0, time.pendingTasks());
+  }
+
+  @Test
+  void cancellingAnAsyncCallStopsTheSleepAndTheAttempt() {
+    List<CompletableFuture<String>> attempts = new ArrayList<>();
+    AtomicInteger calls = new AtomicInteger();
+    CompletableFuture<String> f = executor(policy().build()).build().callAsync(() -> {
+      calls.incrementAndGet();
+      CompletableFuture<String> a = new CompletableFuture<>();
+      attempts.add(a);
+      return a;
+    });
+    attempts.get(0).completeExceptionally(new IOException("down")); // now sleeping before retry 2
+    assertEquals(1, time.pendingTasks());
+    f.cancel(true);
+    assertEquals(0, time.pendingTasks(), "the sleep was called off");
+    time.advance(Duration.ofSeconds(60).toNanos());
+    assertEquals(1, calls.get(), "no attempt after cancel");
+
+    CompletableFuture<String> g = executor(policy().build()).build().callAsync(() -> {
+      CompletableFuture<String> a = new CompletableFuture<>();
+      attempts.add(a);
+      return a;
+    });
+    g.cancel(true);
+    assertTrue(attempts.get(1).isCancelled(), "the attempt in flight is cancelled");
+  }
+
+  @Test
+  void asyncDeadlineCutsTheAttemptTimeoutToTheTimeLeft() {
+    RetryPolicy p = policy().maxAttempts(5).deadline(Duration.ofMillis(100)).attemptTimeout(Duration.ofMillis(80)).build();
+    List<CompletableFuture<String>> attempts = new ArrayList<>();
+    CompletableFuture<String> f = executor(p).random(() -> 0.0).build().callAsync(() -> {
+      CompletableFuture<String> a = new CompletableFuture<>();
+      attempts.add(a);
+      return a;
+    });
+    time.advance(80 * MS); // first attempt times out; retry at once (random 0) with 20 ms left
+    assertEquals(2, attempts.size());
+    time.advance(20 * MS);
+    assertTrue(f.isDone(), "the whole call ends at its deadline");
+    assertEquals(2, attempts.size());
+    assertTrue(attempts.get(1).isCancelled());
+    assertEquals(0, time.pendingTasks());
+  }
+
+  @Test
+  void asyncBudgetDenialSchedulesNothing() {
+    LocalRetryBudget empty = new LocalRetryBudget(BudgetConfig.builder("deps").minRetriesPerSecond(0).build(), () -> 0L);
+    CompletableFuture<String> f = executor(policy().build()).budget(empty).build()
+        .callAsync(() -> CompletableFuture.failedFuture(new IOException("down")));
+    ExecutionException e = assertThrows(ExecutionException.class, f::get);
+    assertTrue(e.getCause() instanceof RetryBudgetExhaustedException);
+    assertTrue(e.getCause().getCause() instanceof IOException);
+    assertEquals(0, time.pendingTasks());
+  }
+
+  @Test
+  void policyValidationNamesTheField() {
+    assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(0));
+    assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(101));
+    assertMessage("deadline", () -> RetryPolicy.builder().deadline(Duration.ZERO));
+    assertMessage("attemptTimeout", () -> RetryPolicy.builder().attemptTimeout(Duration.ofMillis(-1)));
+    assertMessage("base", () -> RetryPolicy.builder().backoff(Duration.ZERO, Duration.ofSeconds(1)));
+    assertMessage("cap", () -> RetryPolicy.builder().backoff(Duration.ofSeconds(2), Duration.ofSeconds(1)));
+    assertMessage("attemptTimeout", () -> RetryPolicy.builder().deadline(Duration.ofSeconds(1))
+        .attemptTimeout(Duration.ofSeconds(2)).build());
+  }
+
+  private static void assertMessage(String field, org.junit.jupiter.api.function.Executable call) {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+    assertTrue(e.getMessage().startsWith(field + " "), e.getMessage());
+  }
+}
