@@ -14,6 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.DoubleSupplier;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -75,22 +76,39 @@ public final class RetryExecutor implements AutoCloseable {
 
   /** Runs {@code callable} with retries on this thread; returns its result or throws its last failure. */
   public <T> T call(Callable<T> callable) throws Exception {
+    Objects.requireNonNull(callable, "callable must not be null");
+    return call(null, context -> callable.call());
+  }
+
+  /** As {@link #call(Callable)}, telling each attempt its number and the call's idempotency key. */
+  public <T> T call(AttemptFunction<T> attempt) throws Exception {
+    return call(null, attempt);
+  }
+
+  /**
+   * As {@link #call(AttemptFunction)} with the caller's own idempotency key (null: made when an
+   * attempt first asks for one).
+   */
+  public <T> T call(String idempotencyKey, AttemptFunction<T> function) throws Exception {
+    Objects.requireNonNull(function, "attempt must not be null");
+    AttemptContext context = new AttemptContext(idempotencyKey);
     long start = nanoClock.getAsLong();
     long previousDelay = 0;
     for (int attempt = 1; ; attempt++) {
       if (attempt == 1 && budget != null) {
         budget.recordFirstAttempt();
       }
+      context.startAttempt(attempt);
       listener.onAttempt(attempt);
       T value = null;
       Throwable failure = null;
       try {
-        value = callable.call();
+        value = function.apply(context);
       } catch (Throwable t) {
         failure = t;
       }
       RetryPlanner.Plan plan = planner.next(attempt, previousDelay, nanoClock.getAsLong() - start, value, failure,
-          random.getAsDouble());
+          context.hasIdempotencyKey(), random.getAsDouble());
       if (!plan.retry()) {
         listener.onOutcome(plan.stop(), attempt);
         if (failure != null) {
@@ -116,13 +134,27 @@ public final class RetryExecutor implements AutoCloseable {
    * future to stop the call: the pending sleep is called off and the attempt in flight cancelled.
    */
   public <T> CompletableFuture<T> callAsync(Supplier<? extends CompletionStage<T>> attempt) {
-    AsyncCall<T> call = new AsyncCall<>(Objects.requireNonNull(attempt, "attempt must not be null"));
+    Objects.requireNonNull(attempt, "attempt must not be null");
+    return callAsync(null, context -> attempt.get());
+  }
+
+  /** As {@link #callAsync(Supplier)}, telling each attempt its number and the call's idempotency key. */
+  public <T> CompletableFuture<T> callAsync(Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
+    return callAsync(null, attempt);
+  }
+
+  /** As {@link #callAsync(Function)} with the caller's own idempotency key (null: made on demand). */
+  public <T> CompletableFuture<T> callAsync(String idempotencyKey,
+      Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
+    AsyncCall<T> call = new AsyncCall<>(Objects.requireNonNull(attempt, "attempt must not be null"),
+        new AttemptContext(idempotencyKey));
     call.startAttempt();
     return call.result;
   }
 
   private final class AsyncCall<T> {
-    final Supplier<? extends CompletionStage<T>> supplier;
+    final Function<AttemptContext, ? extends CompletionStage<T>> supplier;
+    final AttemptContext context;
     final long start = nanoClock.getAsLong();
     final CompletableFuture<T> result = new CompletableFuture<>() {
       @Override
@@ -139,8 +171,9 @@ public final class RetryExecutor implements AutoCloseable {
     volatile RetryScheduler.Cancellable timer;
     volatile CompletableFuture<T> inFlight;
 
-    AsyncCall(Supplier<? extends CompletionStage<T>> supplier) {
+    AsyncCall(Function<AttemptContext, ? extends CompletionStage<T>> supplier, AttemptContext context) {
       this.supplier = supplier;
+      this.context = context;
     }
 
     void startAttempt() {
@@ -151,11 +184,12 @@ public final class RetryExecutor implements AutoCloseable {
       if (number == 1 && budget != null) {
         budget.recordFirstAttempt();
       }
+      context.startAttempt(number);
       listener.onAttempt(number);
       long allowed = planner.attemptBudgetNanos(nanoClock.getAsLong() - start);
       CompletableFuture<T> attemptFuture;
       try {
-        attemptFuture = supplier.get().toCompletableFuture();
+        attemptFuture = supplier.apply(context).toCompletableFuture();
       } catch (Throwable t) {
         attemptFuture = CompletableFuture.failedFuture(t);
       }
@@ -189,7 +223,7 @@ public final class RetryExecutor implements AutoCloseable {
         return;
       }
       RetryPlanner.Plan plan = planner.next(number, previousDelay, nanoClock.getAsLong() - start, value, failure,
-          random.getAsDouble());
+          context.hasIdempotencyKey(), random.getAsDouble());
       if (!plan.retry()) {
         listener.onOutcome(plan.stop(), number);
         if (failure != null) {

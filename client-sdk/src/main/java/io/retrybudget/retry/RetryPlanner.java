@@ -9,7 +9,7 @@ import java.time.Duration;
 public final class RetryPlanner {
   /** Why a call stops retrying. */
   public enum Stop {
-    SUCCESS, NOT_RETRYABLE, MAX_ATTEMPTS, DEADLINE, SERVER_DELAY_TOO_LONG, SERVER_SAYS_NO
+    SUCCESS, NOT_RETRYABLE, NOT_IDEMPOTENT, MAX_ATTEMPTS, DEADLINE, SERVER_DELAY_TOO_LONG, SERVER_SAYS_NO
   }
 
   /** {@code stop == null} means retry after {@code delayNanos}. */
@@ -40,13 +40,17 @@ public final class RetryPlanner {
    * @param elapsedNanos time since the call started
    * @param result the attempt's result (when it did not fail)
    * @param failure the attempt's failure, or null
+   * @param keyed whether the call carries an idempotency key
    * @param random uniform in [0, 1)
    */
   public Plan next(int attemptsMade, long previousDelayNanos, long elapsedNanos, Object result, Throwable failure,
-      double random) {
+      boolean keyed, double random) {
     boolean retryable = failure != null ? policy.shouldRetry(failure) : policy.shouldRetryResult(result);
     if (!retryable) {
       return failure == null ? SUCCESS : Plan.stop(Stop.NOT_RETRYABLE);
+    }
+    if (!policy.idempotent() && !keyed) {
+      return Plan.stop(Stop.NOT_IDEMPOTENT);
     }
     Duration asked = policy.serverDelay(result, failure);
     if (asked != null && asked.isNegative()) {

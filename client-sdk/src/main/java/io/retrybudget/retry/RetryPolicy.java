@@ -20,8 +20,10 @@ public final class RetryPolicy {
   private final Predicate<Throwable> retryOnException;
   private final Predicate<Object> retryOnResult;
   private final BiFunction<Object, Throwable, Duration> serverDelay;
+  private final boolean idempotent;
 
   private RetryPolicy(Builder b) {
+    this.idempotent = b.idempotent;
     this.maxAttempts = b.maxAttempts;
     this.backoff = Backoff.of(b.base, b.cap, b.jitter);
     this.deadline = b.deadline;
@@ -33,6 +35,22 @@ public final class RetryPolicy {
 
   public static Builder builder() {
     return new Builder();
+  }
+
+  /** A builder holding this policy's values, for a changed copy. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.maxAttempts = maxAttempts;
+    b.base = backoff.base();
+    b.cap = backoff.cap();
+    b.jitter = backoff.jitter();
+    b.deadline = deadline;
+    b.attemptTimeout = attemptTimeout;
+    b.retryOnException = retryOnException;
+    b.retryOnResult = retryOnResult;
+    b.serverDelay = serverDelay;
+    b.idempotent = idempotent;
+    return b;
   }
 
   /** Network errors and timeouts are worth another attempt; anything else is not. */
@@ -62,6 +80,11 @@ public final class RetryPolicy {
     return attemptTimeout;
   }
 
+  /** False for operations that may be retried only when the call carries an idempotency key. */
+  public boolean idempotent() {
+    return idempotent;
+  }
+
   public boolean shouldRetry(Throwable failure) {
     return retryOnException.test(failure);
   }
@@ -88,8 +111,18 @@ public final class RetryPolicy {
     private Predicate<Throwable> retryOnException = RetryPolicy::isTransient;
     private Predicate<Object> retryOnResult = r -> false;
     private BiFunction<Object, Throwable, Duration> serverDelay = (r, f) -> null;
+    private boolean idempotent = true;
 
     private Builder() {}
+
+    /**
+     * Marks the operation as not idempotent (a payment, say): then it is retried only when the call
+     * carries an idempotency key ({@link AttemptContext#idempotencyKey()}). Default: idempotent.
+     */
+    public Builder idempotent(boolean idempotent) {
+      this.idempotent = idempotent;
+      return this;
+    }
 
     /** Attempts in all, first included, in [1, 100]. */
     public Builder maxAttempts(int attempts) {

@@ -223,6 +223,67 @@ class RetryExecutorTest {
   }
 
   @Test
+  void aNonIdempotentCallWithoutAKeyIsNotRetried() {
+    RetryPolicy p = policy().idempotent(false).build();
+    AtomicInteger calls = new AtomicInteger();
+    assertThrows(IOException.class, () -> executor(p).build().call(failing(calls, new IOException("lost reply"))));
+    assertEquals(1, calls.get());
+  }
+
+  @Test
+  void aKeyedCallKeepsOneKeyOnEveryAttempt() throws Exception {
+    RetryPolicy p = policy().idempotent(false).build();
+    List<String> keys = new ArrayList<>();
+    List<Integer> numbers = new ArrayList<>();
+    String result = executor(p).build().call(ctx -> {
+      keys.add(ctx.idempotencyKey());
+      numbers.add(ctx.attempt());
+      if (numbers.size() < 3) {
+        throw new IOException("lost reply");
+      }
+      return "charged once";
+    });
+    assertEquals("charged once", result);
+    assertEquals(List.of(1, 2, 3), numbers);
+    assertEquals(3, keys.size());
+    assertTrue(keys.stream().allMatch(keys.get(0)::equals), keys.toString());
+
+    List<String> own = new ArrayList<>();
+    executor(p).build().call("order-42", ctx -> {
+      own.add(ctx.idempotencyKey());
+      if (own.size() < 2) {
+        throw new IOException("lost reply");
+      }
+      return "ok";
+    });
+    assertEquals(List.of("order-42", "order-42"), own);
+  }
+
+  @Test
+  void theKeyIsMadeOnlyWhenAsked() throws Exception {
+    AttemptContext[] seen = new AttemptContext[1];
+    executor(policy().build()).build().call(ctx -> {
+      seen[0] = ctx;
+      return "fine";
+    });
+    assertTrue(!seen[0].hasIdempotencyKey());
+  }
+
+  @Test
+  void asyncAttemptsSeeTheirNumberAndOneKey() throws Exception {
+    RetryPolicy p = policy().idempotent(false).build();
+    List<String> seen = new ArrayList<>();
+    CompletableFuture<String> f = executor(p).build().callAsync(ctx -> {
+      seen.add(ctx.attempt() + ":" + ctx.idempotencyKey());
+      return ctx.attempt() < 2 ? CompletableFuture.failedFuture(new IOException()) : CompletableFuture.completedFuture("ok");
+    });
+    time.advance(Duration.ofSeconds(1).toNanos());
+    assertEquals("ok", f.get());
+    assertEquals(2, seen.size());
+    assertEquals(seen.get(0).substring(2), seen.get(1).substring(2));
+  }
+
+  @Test
   void policyValidationNamesTheField() {
     assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(0));
     assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(101));

@@ -1,0 +1,174 @@
+package io.retrybudget.retry.http;
+
+import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.retry.AttemptContext;
+import io.retrybudget.retry.AttemptTimeoutException;
+import io.retrybudget.retry.RetryExecutor;
+import io.retrybudget.retry.RetryListener;
+import io.retrybudget.retry.RetryPolicy;
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.time.Clock;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
+
+/**
+ * {@link HttpClient} with retries done right: network errors, timeouts, 5xx, 429 and 503 are
+ * retried, other 4xx never; Retry-After and {@code X-Retry-Pushback-Ms} are obeyed; every attempt
+ * carries {@code X-Retry-Attempt}; POST and PATCH are retried only with an {@code Idempotency-Key}
+ * (the request's own, or one made for the call), the same on every attempt. When retries run out,
+ * the last response is returned as the server gave it.
+ *
+ * <p>Prefer body handlers that read the whole body (ofString, ofByteArray): a retried response's
+ * body is not read.
+ */
+public final class RetryingHttpClient implements AutoCloseable {
+  private final HttpClient http;
+  private final RetryExecutor idempotent;
+  private final RetryExecutor nonIdempotent;
+  private final boolean keysForNonIdempotent;
+
+  private RetryingHttpClient(Builder b) {
+    this.http = b.http;
+    this.keysForNonIdempotent = b.keysForNonIdempotent;
+    RetryPolicy.Builder rules = b.policy.toBuilder()
+        .<HttpResponse<?>>retryOnResult(r -> HttpRetryRules.isRetryableStatus(r.statusCode()))
+        .serverDelay((result, failure) -> result instanceof HttpResponse<?> r ? HttpRetryRules.serverDelay(r, b.clock) : null);
+    this.idempotent = executor(b, rules.idempotent(true).build());
+    this.nonIdempotent = executor(b, rules.idempotent(false).build());
+  }
+
+  private static RetryExecutor executor(Builder b, RetryPolicy policy) {
+    RetryExecutor.Builder e = RetryExecutor.builder(policy).listener(b.listener);
+    if (b.budget != null) {
+      e.budget(b.budget);
+    }
+    if (b.customizer != null) {
+      b.customizer.accept(e);
+    }
+    return e.build();
+  }
+
+  public static Builder builder(HttpClient http) {
+    return new Builder(http);
+  }
+
+  public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    Objects.requireNonNull(request, "request must not be null");
+    Objects.requireNonNull(handler, "handler must not be null");
+    boolean safe = HttpRetryRules.isIdempotentMethod(request.method());
+    String ownKey = request.headers().firstValue(HttpRetryRules.IDEMPOTENCY_KEY_HEADER).orElse(null);
+    RetryExecutor executor = safe ? idempotent : nonIdempotent;
+    boolean sendKey = !safe && (ownKey != null || keysForNonIdempotent) && executor.policy().maxAttempts() > 1;
+    return executor.callAsync(ownKey, (AttemptContext context) -> http.sendAsync(attempt(request, context, sendKey), handler));
+  }
+
+  /**
+   * Blocks for {@link #sendAsync}; interrupting the caller cancels the call. An attempt cut by the
+   * attempt timeout or deadline surfaces as {@link HttpTimeoutException}.
+   */
+  public <T> HttpResponse<T> send(HttpRequest request, HttpResponse.BodyHandler<T> handler)
+      throws IOException, InterruptedException {
+    CompletableFuture<HttpResponse<T>> call = sendAsync(request, handler);
+    try {
+      return call.get();
+    } catch (InterruptedException e) {
+      call.cancel(true);
+      throw e;
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof AttemptTimeoutException timeout) {
+        HttpTimeoutException http = new HttpTimeoutException(timeout.getMessage());
+        http.initCause(timeout);
+        throw http;
+      }
+      if (cause instanceof IOException io) {
+        throw io;
+      }
+      if (cause instanceof RuntimeException re) {
+        throw re;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw new IOException(cause);
+    }
+  }
+
+  private static HttpRequest attempt(HttpRequest request, AttemptContext context, boolean sendKey) {
+    HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) ->
+        !name.equalsIgnoreCase(HttpRetryRules.RETRY_ATTEMPT_HEADER)
+            && !(sendKey && name.equalsIgnoreCase(HttpRetryRules.IDEMPOTENCY_KEY_HEADER)));
+    b.header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
+    if (sendKey) {
+      b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
+    }
+    return b.build();
+  }
+
+  @Override
+  public void close() {
+    idempotent.close();
+    nonIdempotent.close();
+  }
+
+  public static final class Builder {
+    private final HttpClient http;
+    private RetryPolicy policy = RetryPolicy.builder().build();
+    private RetryBudget budget;
+    private RetryListener listener = RetryListener.NONE;
+    private Clock clock = Clock.systemUTC();
+    private boolean keysForNonIdempotent = true;
+    private Consumer<RetryExecutor.Builder> customizer;
+
+    private Builder(HttpClient http) {
+      this.http = Objects.requireNonNull(http, "http must not be null");
+    }
+
+    /** Attempts, backoff, deadline, attempt timeout; status and idempotency rules are HTTP's. */
+    public Builder policy(RetryPolicy policy) {
+      this.policy = Objects.requireNonNull(policy, "policy must not be null");
+      return this;
+    }
+
+    public Builder budget(RetryBudget budget) {
+      this.budget = Objects.requireNonNull(budget, "budget must not be null");
+      return this;
+    }
+
+    public Builder listener(RetryListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener must not be null");
+      return this;
+    }
+
+    /** The wall clock that Retry-After dates are read against. */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock must not be null");
+      return this;
+    }
+
+    /**
+     * Whether POST and PATCH get an Idempotency-Key made for the call (default true). When false,
+     * they are retried only if the request carries its own key.
+     */
+    public Builder idempotencyKeys(boolean make) {
+      this.keysForNonIdempotent = make;
+      return this;
+    }
+
+    /** Adjusts the underlying executors (scheduler, clock, random source), e.g. in tests. */
+    public Builder executor(Consumer<RetryExecutor.Builder> customizer) {
+      this.customizer = Objects.requireNonNull(customizer, "customizer must not be null");
+      return this;
+    }
+
+    public RetryingHttpClient build() {
+      return new RetryingHttpClient(this);
+    }
+  }
+}
