@@ -1,0 +1,21 @@
+package io.retrybudget.micrometer;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.retrybudget.budget.RetryBudget;
+
+/**
+ * Exports a budget client's health: {@code retry.budget.degraded} {budget} is 1 while the client
+ * decides from its fallback because Redis is unreachable [retry_budget_degraded].
+ */
+public final class MicrometerBudgetMetrics {
+  private MicrometerBudgetMetrics() {}
+
+  public static void monitor(MeterRegistry registry, RetryBudget budget) {
+    Gauge.builder("retry.budget.degraded", budget, b -> b.isDegraded() ? 1 : 0)
+        .description("1 while this client's retry budget uses its local fallback (Redis unreachable)")
+        .tag("budget", budget.name())
+        .strongReference(false)
+        .register(registry);
+  }
+}

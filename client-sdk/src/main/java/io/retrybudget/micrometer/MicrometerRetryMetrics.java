@@ -1,0 +1,117 @@
+package io.retrybudget.micrometer;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.retry.RetryListener;
+import io.retrybudget.retry.RetryPlanner;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A {@link RetryListener} that records an executor's calls in Micrometer. Only this package needs
+ * Micrometer; the core runs without it on the classpath. Meters (Prometheus names in brackets):
+ *
+ * <ul>
+ *   <li>{@code retry.calls} {name, outcome} [retry_calls_total]
+ *   <li>{@code retry.attempts} {name, kind=first|retry|hedge} [retry_attempts_total]
+ *   <li>{@code retry.budget.denials} {name, reason} [retry_budget_denials_total]
+ *   <li>{@code retry.backoff} {name} timer of planned delays [retry_backoff_seconds_*]
+ * </ul>
+ *
+ * <p>Every counter is created up front, so a rate is defined from the first scrape on.
+ */
+public final class MicrometerRetryMetrics implements RetryListener {
+  /** Values of the {@code outcome} tag. */
+  public static final String SUCCESS = "success";
+  public static final String SUCCESS_WITH_RETRY = "success_with_retry";
+  public static final String BUDGET_EXHAUSTED = "budget_exhausted";
+
+  private final Counter firstAttempts;
+  private final Counter retries;
+  private final Counter success;
+  private final Counter successWithRetry;
+  private final Counter budgetExhausted;
+  private final Map<RetryPlanner.Stop, Counter> failures = new EnumMap<>(RetryPlanner.Stop.class);
+  private final Map<BudgetDecision.Reason, Counter> denials = new EnumMap<>(BudgetDecision.Reason.class);
+  private final Timer backoff;
+
+  /** @param name the executor's name, e.g. the dependency it calls (tag {@code name}) */
+  public MicrometerRetryMetrics(MeterRegistry registry, String name) {
+    Objects.requireNonNull(registry, "registry must not be null");
+    Objects.requireNonNull(name, "name must not be null");
+    firstAttempts = attempts(registry, name, "first");
+    retries = attempts(registry, name, "retry");
+    success = calls(registry, name, SUCCESS);
+    successWithRetry = calls(registry, name, SUCCESS_WITH_RETRY);
+    budgetExhausted = calls(registry, name, BUDGET_EXHAUSTED);
+    for (RetryPlanner.Stop stop : RetryPlanner.Stop.values()) {
+      if (stop != RetryPlanner.Stop.SUCCESS) {
+        failures.put(stop, calls(registry, name, outcomeTag(stop)));
+      }
+    }
+    for (BudgetDecision.Reason reason : BudgetDecision.Reason.values()) {
+      if (!reason.granted()) {
+        denials.put(reason, Counter.builder("retry.budget.denials")
+            .description("Retries refused by the retry budget, by reason")
+            .tag("name", name).tag("reason", reason.tag()).register(registry));
+      }
+    }
+    backoff = Timer.builder("retry.backoff").description("Delays planned before retries")
+        .tag("name", name).register(registry);
+  }
+
+  /** The {@code outcome} tag of a call that ended for this reason without success. */
+  public static String outcomeTag(RetryPlanner.Stop stop) {
+    return switch (stop) {
+      case SUCCESS -> SUCCESS;
+      case NOT_RETRYABLE -> "failed_not_retryable";
+      case NOT_IDEMPOTENT -> "failed_not_idempotent";
+      case MAX_ATTEMPTS -> "failed_max_attempts";
+      case DEADLINE -> "failed_deadline";
+      case SERVER_DELAY_TOO_LONG -> "failed_server_delay";
+      case SERVER_SAYS_NO -> "failed_server_pushback";
+    };
+  }
+
+  private static Counter attempts(MeterRegistry registry, String name, String kind) {
+    return Counter.builder("retry.attempts").description("Attempts sent, by kind")
+        .tag("name", name).tag("kind", kind).register(registry);
+  }
+
+  private static Counter calls(MeterRegistry registry, String name, String outcome) {
+    return Counter.builder("retry.calls").description("Calls ended, by outcome")
+        .tag("name", name).tag("outcome", outcome).register(registry);
+  }
+
+  @Override
+  public void onAttempt(int attempt) {
+    (attempt == 1 ? firstAttempts : retries).increment();
+  }
+
+  @Override
+  public void onRetryScheduled(int nextAttempt, long delayNanos, Throwable failure) {
+    backoff.record(delayNanos, TimeUnit.NANOSECONDS);
+  }
+
+  @Override
+  public void onBudgetDenied(BudgetDecision decision) {
+    Counter c = denials.get(decision.reason());
+    if (c != null) {
+      c.increment();
+    }
+    budgetExhausted.increment();
+  }
+
+  @Override
+  public void onOutcome(RetryPlanner.Stop why, int attempts) {
+    if (why == RetryPlanner.Stop.SUCCESS) {
+      (attempts == 1 ? success : successWithRetry).increment();
+    } else {
+      failures.get(why).increment();
+    }
+  }
+}

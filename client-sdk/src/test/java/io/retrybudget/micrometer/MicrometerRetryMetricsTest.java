@@ -1,0 +1,68 @@
+package io.retrybudget.micrometer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.LocalRetryBudget;
+import io.retrybudget.retry.RetryBudgetExhaustedException;
+import io.retrybudget.retry.RetryExecutor;
+import io.retrybudget.retry.RetryPolicy;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+class MicrometerRetryMetricsTest {
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+  private double count(String name, String tag, String value) {
+    return registry.get(name).tag("name", "backend").tag(tag, value).counter().count();
+  }
+
+  @Test
+  void countsCallsAttemptsDenialsAndDelays() throws Exception {
+    LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("backend").minRetriesPerSecond(0).ratio(0.5).build(), () -> 0L);
+    RetryExecutor executor = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(2).build())
+        .budget(budget).listener(new MicrometerRetryMetrics(registry, "backend"))
+        .sleeper(n -> { }).random(() -> 0.5).build();
+    executor.call(() -> "fine");
+    AtomicInteger calls = new AtomicInteger();
+    executor.call(() -> {
+      if (calls.getAndIncrement() == 0) {
+        throw new IOException("once");
+      }
+      return "fine";
+    });
+    assertThrows(IllegalStateException.class, () -> executor.call(() -> {
+      throw new IllegalStateException("400");
+    }));
+    // ratio 0.5: the 4th call (4 first attempts, allowance 2) gets the 2nd retry, the 5th none
+    assertThrows(IOException.class, () -> executor.call(() -> {
+      throw new IOException("down");
+    }));
+    assertThrows(RetryBudgetExhaustedException.class, () -> executor.call(() -> {
+      throw new IOException("down");
+    }));
+
+    assertEquals(1, count("retry.calls", "outcome", "success"));
+    assertEquals(1, count("retry.calls", "outcome", "success_with_retry"));
+    assertEquals(1, count("retry.calls", "outcome", "failed_not_retryable"));
+    assertEquals(1, count("retry.calls", "outcome", "failed_max_attempts"));
+    assertEquals(1, count("retry.calls", "outcome", "budget_exhausted"));
+    assertEquals(0, count("retry.calls", "outcome", "failed_deadline"));
+    assertEquals(5, count("retry.attempts", "kind", "first"));
+    assertEquals(2, count("retry.attempts", "kind", "retry"));
+    assertEquals(1, count("retry.budget.denials", "reason", "exhausted"));
+    assertEquals(2, registry.get("retry.backoff").tag("name", "backend").timer().count());
+    assertEquals(2 * 50, registry.get("retry.backoff").timer().totalTime(java.util.concurrent.TimeUnit.MILLISECONDS), 1e-6);
+  }
+
+  @Test
+  void budgetDegradedGauge() {
+    LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("backend").build());
+    MicrometerBudgetMetrics.monitor(registry, budget);
+    assertEquals(0, registry.get("retry.budget.degraded").tag("budget", "backend").gauge().value());
+  }
+}
