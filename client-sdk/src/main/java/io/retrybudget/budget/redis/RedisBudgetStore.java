@@ -143,6 +143,11 @@ public final class RedisBudgetStore implements AutoCloseable {
     return result;
   }
 
+  /** Whether a key exists. */
+  public CompletableFuture<Boolean> exists(String key) {
+    return keys.exists(key).toCompletableFuture().thenApply(n -> n != null && n > 0);
+  }
+
   /** PING (on a Cluster: the node the connection routes it to). */
   public CompletableFuture<String> ping() {
     if (connection instanceof StatefulRedisClusterConnection<String, String> c) {

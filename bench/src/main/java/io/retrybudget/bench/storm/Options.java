@@ -1,0 +1,129 @@
+package io.retrybudget.bench.storm;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Command-line options of the storm simulator ({@code --name value}). */
+final class Options {
+  String mode = "storm";
+  int clients = 100;
+  double rate = 2000; // first attempts per second, whole fleet
+  int outageSeconds = 30;
+  int healthySeconds = 5; // before and after the outage
+  List<Strategy> strategies = new ArrayList<>(List.of(Strategy.values()));
+  int maxAttempts = 3;
+  int backoffMinMillis = 10;
+  int backoffMaxMillis = 50;
+  long seed = 42;
+  // fleet strategy: RedisBudgetClient settings; null = the SDK's default
+  Integer callTimeoutMillis;
+  String fallback;
+  Path out = Path.of("bench/results/storm");
+  // steady mode
+  List<Double> steadyRates = new ArrayList<>(List.of(100.0, 5000.0));
+  int steadySeconds = 20;
+  int latencyCalls = 20_000;
+
+  static Options parse(String[] args) {
+    Options o = new Options();
+    boolean outGiven = false;
+    for (int i = 0; i < args.length; i++) {
+      String name = args[i];
+      if (name.equals("--help") || name.equals("-h")) {
+        usage(null);
+      }
+      if (i + 1 >= args.length) {
+        usage("missing value for " + name);
+      }
+      String v = args[++i];
+      try {
+        switch (name) {
+          case "--mode" -> {
+            if (!v.equals("storm") && !v.equals("steady")) {
+              usage("--mode must be storm or steady");
+            }
+            o.mode = v;
+          }
+          case "--clients" -> o.clients = positive(name, Integer.parseInt(v));
+          case "--rate" -> o.rate = positive(name, Double.parseDouble(v));
+          case "--outage-seconds" -> o.outageSeconds = positive(name, Integer.parseInt(v));
+          case "--healthy-seconds" -> o.healthySeconds = nonNegative(name, Integer.parseInt(v));
+          case "--strategies" -> {
+            o.strategies = new ArrayList<>();
+            for (String s : v.split(",")) {
+              o.strategies.add(Strategy.parse(s.trim()));
+            }
+          }
+          case "--max-attempts" -> o.maxAttempts = positive(name, Integer.parseInt(v));
+          case "--backoff-min-ms" -> o.backoffMinMillis = nonNegative(name, Integer.parseInt(v));
+          case "--backoff-max-ms" -> o.backoffMaxMillis = nonNegative(name, Integer.parseInt(v));
+          case "--seed" -> o.seed = Long.parseLong(v);
+          case "--call-timeout-ms" -> o.callTimeoutMillis = positive(name, Integer.parseInt(v));
+          case "--fallback" -> o.fallback = v.toUpperCase(java.util.Locale.ROOT);
+          case "--out" -> {
+            o.out = Path.of(v);
+            outGiven = true;
+          }
+          case "--rates" -> {
+            o.steadyRates = new ArrayList<>();
+            for (String s : v.split(",")) {
+              o.steadyRates.add(positive(name, Double.parseDouble(s.trim())));
+            }
+          }
+          case "--seconds" -> o.steadySeconds = positive(name, Integer.parseInt(v));
+          case "--latency-calls" -> o.latencyCalls = positive(name, Integer.parseInt(v));
+          default -> usage("unknown option " + name);
+        }
+      } catch (NumberFormatException e) {
+        usage("bad number for " + name + ": " + v);
+      }
+    }
+    if (o.backoffMaxMillis < o.backoffMinMillis) {
+      usage("--backoff-max-ms must be >= --backoff-min-ms");
+    }
+    if (!outGiven && o.mode.equals("steady")) {
+      o.out = Path.of("bench/results/steady");
+    }
+    return o;
+  }
+
+  private static int positive(String name, int v) {
+    if (v <= 0) {
+      usage(name + " must be positive");
+    }
+    return v;
+  }
+
+  private static double positive(String name, double v) {
+    if (!(v > 0)) {
+      usage(name + " must be positive");
+    }
+    return v;
+  }
+
+  private static int nonNegative(String name, int v) {
+    if (v < 0) {
+      usage(name + " must not be negative");
+    }
+    return v;
+  }
+
+  private static void usage(String error) {
+    String text = """
+        StormSimulator [--mode storm|steady] [options]
+          storm:  --clients 100 --rate 2000 --outage-seconds 30 --healthy-seconds 5
+                  --strategies none,local,fleet --max-attempts 3 --backoff-min-ms 10
+                  --backoff-max-ms 50 --seed 42 --out bench/results/storm
+                  [--call-timeout-ms 20] [--fallback local|allow|deny] (fleet: SDK defaults if absent)
+                  (writes <out>.csv, <out>-redis.csv, <out>.png, <out>-summary.txt)
+          steady: --rates 100,5000 --seconds 20 --latency-calls 20000
+                  --out bench/results/steady (writes <out>-summary.txt)
+        """;
+    if (error != null) {
+      throw new IllegalArgumentException(error + "\n" + text);
+    }
+    System.out.println(text);
+    throw new IllegalArgumentException("help shown");
+  }
+}

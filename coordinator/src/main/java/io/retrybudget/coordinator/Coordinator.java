@@ -1,0 +1,132 @@
+package io.retrybudget.coordinator;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.micrometer.MicrometerMetricsFactory;
+import io.vertx.micrometer.MicrometerMetricsOptions;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.logging.Logger;
+
+/**
+ * The running coordinator: a local Redis when none is configured, the Redis connection, Vert.x with
+ * Micrometer metrics, and the HTTP verticle. {@link #close()} shuts down in order: the HTTP server
+ * (draining in-flight requests), Vert.x, the Redis connection, the local Redis.
+ */
+public final class Coordinator implements AutoCloseable {
+  private static final Logger LOG = Logger.getLogger(Coordinator.class.getName());
+  static final Duration REDIS_TIMEOUT = Duration.ofSeconds(1);
+
+  private final LocalRedis localRedis;
+  private final RedisBudgetStore store;
+  private final Vertx vertx;
+  private final String deploymentId;
+  private final CoordinatorVerticle verticle;
+  private final CoordinatorConfig config;
+
+  private Coordinator(CoordinatorConfig config, LocalRedis localRedis, RedisBudgetStore store, Vertx vertx,
+      CoordinatorVerticle verticle, String deploymentId) {
+    this.config = config;
+    this.localRedis = localRedis;
+    this.store = store;
+    this.vertx = vertx;
+    this.verticle = verticle;
+    this.deploymentId = deploymentId;
+  }
+
+  /** Starts everything; blocks until the HTTP server listens. Throws when any part cannot start. */
+  public static Coordinator start(CoordinatorConfig config) throws Exception {
+    Map<String, ConfigUpdate> fileBudgets = config.budgetsFile() == null ? Map.of() : BudgetsFile.read(config.budgetsFile());
+    LocalRedis local = null;
+    RedisBudgetStore store = null;
+    Vertx vertx = null;
+    try {
+      RedisConnectionOptions redis;
+      if (config.hasRedis()) {
+        redis = config.redisUrl() != null
+            ? RedisConnectionOptions.standalone(config.redisUrl()).commandTimeout(REDIS_TIMEOUT).build()
+            : RedisConnectionOptions.cluster(config.clusterNodes()).commandTimeout(REDIS_TIMEOUT).build();
+      } else {
+        local = LocalRedis.start();
+        LOG.info("no REDIS_URL or REDIS_CLUSTER_NODES: started a local Redis (" + local.binary() + ") at "
+            + local.uri() + "; it stops with the coordinator and keeps nothing");
+        redis = RedisConnectionOptions.standalone(local.uri()).commandTimeout(REDIS_TIMEOUT).build();
+      }
+      store = RedisBudgetStore.connect(redis);
+      PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      vertx = Vertx.builder()
+          .with(new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
+          .withMetrics(new MicrometerMetricsFactory(registry))
+          .build();
+      BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT);
+      for (Map.Entry<String, ConfigUpdate> e : fileBudgets.entrySet()) {
+        await(budgets.configure(e.getKey(), e.getValue()));
+      }
+      if (!fileBudgets.isEmpty()) {
+        LOG.info("applied " + fileBudgets.size() + " budgets from " + config.budgetsFile());
+      }
+      CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets);
+      String id = await(vertx.deployVerticle(verticle));
+      return new Coordinator(config, local, store, vertx, verticle, id);
+    } catch (Exception | Error e) {
+      if (vertx != null) {
+        vertx.close();
+      }
+      if (store != null) {
+        store.close();
+      }
+      if (local != null) {
+        local.close();
+      }
+      throw e;
+    }
+  }
+
+  private static <T> T await(Future<T> f) throws IOException {
+    try {
+      return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted", e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IOException("coordinator start failed: " + (e.getCause() != null ? e.getCause() : e), e);
+    }
+  }
+
+  public int port() {
+    return verticle.actualPort();
+  }
+
+  public CoordinatorConfig config() {
+    return config;
+  }
+
+  @Override
+  public void close() {
+    try {
+      await(vertx.undeploy(deploymentId));
+    } catch (IOException | RuntimeException e) {
+      LOG.warning("HTTP server did not stop cleanly: " + e.getMessage());
+    }
+    try {
+      await(vertx.close());
+    } catch (IOException | RuntimeException e) {
+      LOG.warning("Vert.x did not close cleanly: " + e.getMessage());
+    }
+    store.close();
+    if (localRedis != null) {
+      localRedis.close();
+    }
+  }
+
+}

@@ -1,0 +1,36 @@
+package io.retrybudget.coordinator;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.logging.Logger;
+
+/** {@code java -jar coordinator.jar}: configuration from the environment (see the README). */
+public final class Main {
+  private static final Logger LOG = Logger.getLogger(Main.class.getName());
+
+  private Main() {}
+
+  public static void main(String[] args) throws Exception {
+    System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tFT%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
+    CoordinatorConfig config;
+    try {
+      config = CoordinatorConfig.fromEnvironment(System.getenv());
+    } catch (IllegalArgumentException e) {
+      System.err.println("configuration error: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    Coordinator coordinator = Coordinator.start(config);
+    LOG.info("coordinator listening on port " + coordinator.port() + ", Redis: " + config.describeRedis());
+    if (config.tokenGenerated()) {
+      // shown once so the operator can write; set COORDINATOR_TOKEN to choose it
+      System.out.println("COORDINATOR_TOKEN was not set; writes need: Authorization: Bearer " + config.token());
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      LOG.info("shutting down: draining HTTP, closing Redis");
+      coordinator.close();
+      stopped.countDown();
+    }, "coordinator-shutdown"));
+    stopped.await();
+  }
+}

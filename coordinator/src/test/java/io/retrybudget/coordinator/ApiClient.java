@@ -1,0 +1,101 @@
+package io.retrybudget.coordinator;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonObject;
+import io.vertx.openapi.contract.OpenAPIContract;
+import io.vertx.openapi.validation.ResponseValidator;
+import io.vertx.openapi.validation.ValidatableResponse;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Real HTTP against a running coordinator; every response is checked against
+ * coordinator/openapi.yaml (status, headers, body schema) before the test sees it.
+ */
+final class ApiClient implements AutoCloseable {
+  record Response(int status, String body, HttpResponse<String> raw) {
+    JsonObject json() {
+      return new JsonObject(body);
+    }
+  }
+
+  private final Vertx vertx = Vertx.vertx();
+  private final OpenAPIContract contract;
+  private final ResponseValidator validator;
+  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+  private final String base;
+  private final String token;
+
+  ApiClient(int port, String token) throws Exception {
+    this.base = "http://127.0.0.1:" + port;
+    this.token = token;
+    this.contract = OpenAPIContract.from(vertx, "openapi.yaml").toCompletionStage().toCompletableFuture()
+        .get(30, TimeUnit.SECONDS);
+    this.validator = ResponseValidator.create(vertx, contract);
+  }
+
+  Response get(String operationId, String path) throws Exception {
+    return send(operationId, HttpRequest.newBuilder(URI.create(base + path)).GET());
+  }
+
+  Response write(String operationId, String method, String path, String body) throws Exception {
+    return write(operationId, method, path, body, token);
+  }
+
+  Response write(String operationId, String method, String path, String body, String bearer) throws Exception {
+    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
+        .method(method, HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json");
+    if (bearer != null) {
+      b.header("Authorization", "Bearer " + bearer);
+    }
+    return send(operationId, b);
+  }
+
+  /** Sends without the contract check, for paths the contract does not describe (404s). */
+  HttpResponse<String> raw(HttpRequest request) throws Exception {
+    return http.send(request, HttpResponse.BodyHandlers.ofString());
+  }
+
+  private Response send(String operationId, HttpRequest.Builder request) throws Exception {
+    HttpResponse<String> r = http.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+    validate(operationId, r);
+    return new Response(r.statusCode(), r.body(), r);
+  }
+
+  void validate(String operationId, HttpResponse<String> r) throws Exception {
+    Map<String, String> headers = new HashMap<>();
+    r.headers().map().forEach((k, v) -> headers.put(k, String.join(",", v)));
+    String contentType = r.headers().firstValue("content-type").orElse(null);
+    if (contentType != null && !contentType.startsWith("application/json")) {
+      // vertx-openapi validates JSON bodies only; for others (the Prometheus text of /metrics)
+      // check that the contract declares this status with this media type
+      io.vertx.openapi.contract.Response declared = contract.operation(operationId).getResponse(r.statusCode());
+      String mediaType = contentType.split(";")[0].trim();
+      if (declared == null || !declared.getContent().containsKey(mediaType)) {
+        throw new AssertionError(operationId + " answered " + r.statusCode() + " " + mediaType + ", not in openapi.yaml");
+      }
+      return;
+    }
+    ValidatableResponse response = contentType == null
+        ? ValidatableResponse.create(r.statusCode(), headers)
+        : ValidatableResponse.create(r.statusCode(), headers, Buffer.buffer(r.body()), contentType);
+    try {
+      validator.validate(response, operationId).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new AssertionError("response of " + operationId + " does not match openapi.yaml: " + r.statusCode()
+          + " " + r.body() + " -> " + e.getCause().getMessage(), e.getCause());
+    }
+  }
+
+  @Override
+  public void close() {
+    vertx.close();
+  }
+}

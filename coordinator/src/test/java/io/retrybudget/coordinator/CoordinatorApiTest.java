@@ -1,0 +1,178 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** The HTTP API against a real Redis, every response checked against openapi.yaml. */
+class CoordinatorApiTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+  static final String TOKEN = "test-token";
+  static Coordinator coordinator;
+  static ApiClient api;
+
+  @BeforeAll
+  static void start() throws Exception {
+    coordinator = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN)));
+    api = new ApiClient(coordinator.port(), TOKEN);
+  }
+
+  @AfterAll
+  static void stop() {
+    api.close();
+    coordinator.close();
+  }
+
+  @BeforeEach
+  void clean() {
+    redis.flushAll();
+  }
+
+  @Test
+  void configureCountAndAskForPermits() throws Exception {
+    var put = api.write("configureBudget", "PUT", "/v1/budgets/payments-api",
+        "{\"ratio\": 0.2, \"window_seconds\": 60, \"min_retries_per_second\": 0}");
+    assertEquals(200, put.status());
+    assertEquals(0.2, put.json().getDouble("ratio"));
+    assertEquals("enforce", put.json().getString("mode"), "fields left out keep their (default) values");
+
+    var counted = api.write("countRequests", "POST", "/v1/budgets/payments-api/requests", "{\"count\": 100}");
+    assertEquals(200, counted.status());
+    assertEquals(20, counted.json().getLong("allowance"));
+
+    var granted = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 15}");
+    assertEquals(200, granted.status());
+    assertTrue(granted.json().getBoolean("granted"));
+    var refused = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 6}");
+    assertEquals(429, refused.status());
+    assertFalse(refused.json().getBoolean("granted"));
+    assertEquals("6", refused.raw().headers().firstValue("Retry-After").orElseThrow());
+    var lastFive = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 5}");
+    assertEquals(200, lastFive.status(), "all or none: the refused 6 took nothing");
+
+    JsonObject status = api.get("getBudget", "/v1/budgets/payments-api").json();
+    assertEquals(100, status.getLong("requests"));
+    assertEquals(20, status.getLong("retries"));
+    assertEquals(6, status.getLong("denied"));
+    assertEquals(0.2, status.getDouble("retry_ratio"), 1e-9);
+    assertEquals(0, status.getLong("remaining"));
+    assertTrue(status.getBoolean("exhausted"));
+
+    var second = api.write("configureBudget", "PUT", "/v1/budgets/payments-api", "{\"mode\": \"shadow\"}");
+    assertEquals(0.2, second.json().getDouble("ratio"), "ratio kept");
+    assertEquals("shadow", second.json().getString("mode"));
+    var shadow = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 1}");
+    assertEquals(200, shadow.status());
+    assertTrue(shadow.json().getBoolean("shadow"));
+  }
+
+  @Test
+  void listsEveryBudget() throws Exception {
+    for (String name : new String[] {"a", "b.c", "d-e_f"}) {
+      api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 1}");
+    }
+    var list = api.get("listBudgets", "/v1/budgets");
+    assertEquals(200, list.status());
+    assertEquals(3, list.json().getJsonArray("budgets").size());
+    assertFalse(list.json().getBoolean("truncated"));
+  }
+
+  @Test
+  void unknownBudgetIs404AndCreatesNothing() throws Exception {
+    var r = api.get("getBudget", "/v1/budgets/nobody");
+    assertEquals(404, r.status());
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @ParameterizedTest(name = "{0} {1} {2} -> {3} naming {4}")
+  @CsvSource(delimiter = '|', value = {
+      "configureBudget|PUT|/v1/budgets/x|{\"ratio\": 0}|ratio",
+      "configureBudget|PUT|/v1/budgets/x|{\"ratio\": 1.5}|ratio",
+      "configureBudget|PUT|/v1/budgets/x|{\"ratio\": \"0.1\"}|ratio",
+      "configureBudget|PUT|/v1/budgets/x|{\"ratio\": 1e-9}|ratio",
+      "configureBudget|PUT|/v1/budgets/x|{\"window_seconds\": 0}|window_seconds",
+      "configureBudget|PUT|/v1/budgets/x|{\"window_seconds\": 2.5}|window_seconds",
+      "configureBudget|PUT|/v1/budgets/x|{\"window_seconds\": 99999999999999999999}|window_seconds",
+      "configureBudget|PUT|/v1/budgets/x|{\"min_retries_per_second\": -1}|min_retries_per_second",
+      "configureBudget|PUT|/v1/budgets/x|{\"mode\": \"loud\"}|mode",
+      "configureBudget|PUT|/v1/budgets/x|{\"mode\": 1}|mode",
+      "configureBudget|PUT|/v1/budgets/x|{\"colour\": \"red\"}|colour",
+      "configureBudget|PUT|/v1/budgets/x|{}|body",
+      "configureBudget|PUT|/v1/budgets/x|[1, 2]|body",
+      "configureBudget|PUT|/v1/budgets/x|{\"ratio\": |body",
+      "configureBudget|PUT|/v1/budgets/x||body",
+      "configureBudget|PUT|/v1/budgets/x|null|body",
+      "countRequests|POST|/v1/budgets/x/requests|{}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": 0}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": -3}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": 1000001}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": 1e300}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": \"5\"}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": true}|count",
+      "countRequests|POST|/v1/budgets/x/requests|{\"count\": 1, \"extra\": 2}|extra",
+      "acquireRetries|POST|/v1/budgets/x/retries|{\"count\": 1001}|count",
+      "acquireRetries|POST|/v1/budgets/x/retries|{\"count\": 1.5}|count",
+      "acquireRetries|POST|/v1/budgets/x/retries|{\"count\": null}|count",
+      "acquireRetries|POST|/v1/budgets/bad%20name/retries|{\"count\": 1}|name",
+      "acquireRetries|POST|/v1/budgets/%7Bx%7D/retries|{\"count\": 1}|name",
+  })
+  void badInputIs400NamingTheField(String op, String method, String path, String body, String field) throws Exception {
+    var r = api.write(op, method, path, body == null ? "" : body);
+    assertEquals(400, r.status(), r.body());
+    assertEquals(field, r.json().getString("field"), r.body());
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing written");
+  }
+
+  @Test
+  void writesNeedTheToken() throws Exception {
+    var none = api.write("configureBudget", "PUT", "/v1/budgets/x", "{\"ratio\": 0.1}", null);
+    assertEquals(401, none.status());
+    var wrong = api.write("acquireRetries", "POST", "/v1/budgets/x/retries", "{\"count\": 1}", "guess");
+    assertEquals(401, wrong.status());
+    var wrongRequests = api.write("countRequests", "POST", "/v1/budgets/x/requests", "{\"count\": 1}", TOKEN + "x");
+    assertEquals(401, wrongRequests.status());
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void oversizedBodyIs413() throws Exception {
+    String big = "{\"count\": 1, \"pad\": \"" + "x".repeat(70 * 1024) + "\"}";
+    var r = api.write("countRequests", "POST", "/v1/budgets/x/requests", big);
+    assertEquals(413, r.status());
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void healthAndMetrics() throws Exception {
+    assertEquals(200, api.get("live", "/health/live").status());
+    assertEquals(200, api.get("ready", "/health/ready").status());
+    api.write("countRequests", "POST", "/v1/budgets/metered/requests", "{\"count\": 10}");
+    var metrics = api.get("metrics", "/metrics");
+    assertEquals(200, metrics.status());
+    assertTrue(metrics.body().contains("vertx_http_server_requests_total"), "Vert.x HTTP server metrics");
+    assertTrue(metrics.body().contains("retry_budget_redis_up"));
+  }
+
+  @Test
+  void unknownPathsAndMethodsAreNot500() throws Exception {
+    var missing = api.raw(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + coordinator.port() + "/v2/nothing")).build());
+    assertEquals(404, missing.statusCode());
+    var delete = api.raw(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + coordinator.port() + "/v1/budgets/x"))
+        .DELETE().header("Authorization", "Bearer " + TOKEN).build());
+    assertEquals(405, delete.statusCode());
+  }
+}
