@@ -8,7 +8,11 @@
 -- On 7.x effects replication is the only mode and this call is a no-op.
 if redis.replicate_commands then redis.replicate_commands() end
 
+-- The window is 10 buckets; the ring keeps 11, so the bucket that is leaving the window still
+-- counts for the part of it that lies inside (weighted by the time left in the current bucket):
+-- a grant stops counting about one window after it was made, not up to a bucket early.
 local BUCKETS = 10
+local RING = 11
 local CLIENT_TTL_WINDOWS = 6
 local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
 
@@ -55,10 +59,12 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local bucket_ms = window_s * 1000 / BUCKETS
 local cur = math.floor(now_ms / bucket_ms)
-local slot = cur % BUCKETS
+local slot = cur % RING
+-- share of the oldest bucket still inside the window, as (bucket_ms - elapsed) / bucket_ms
+local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
 local fields = { 'bms' }
-for i = 0, BUCKETS - 1 do
+for i = 0, RING - 1 do
   local n = #fields
   fields[n + 1] = 't' .. i
   fields[n + 2] = 'q' .. i
@@ -73,7 +79,7 @@ local fresh = tonumber(w[1]) ~= bucket_ms
 local requests, retries, denied, active = 0, 0, 0, 0
 local cq, cg, cd, ca = 0, 0, 0, 0
 if not fresh then
-  for i = 0, BUCKETS - 1 do
+  for i = 0, RING - 1 do
     local b = 2 + i * 5
     local stamp = tonumber(w[b])
     if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
@@ -83,6 +89,12 @@ if not fresh then
       denied = denied + d
       if a > active then active = a end
       if i == slot and stamp == cur then cq, cg, cd, ca = q, g, d, a end
+    elseif stamp == cur - BUCKETS then
+      -- the leaving bucket: first attempts rounded down, grants rounded up (the safe side)
+      requests = requests + math.floor((tonumber(w[b + 1]) or 0) * inside_ms / bucket_ms)
+      local g = (tonumber(w[b + 2]) or 0) * inside_ms
+      retries = retries + math.floor(g / bucket_ms) + ((g % bucket_ms > 0) and 1 or 0)
+      denied = denied + math.floor((tonumber(w[b + 3]) or 0) * inside_ms / bucket_ms)
     end
   end
 end

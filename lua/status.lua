@@ -1,6 +1,8 @@
 -- status.lua: read a budget's configuration and window without changing anything.
 -- Documented in lua/README.md (KEYS, ARGV, reply).
+-- the same window as budget.lua: 10 buckets in a ring of 11, the leaving bucket weighted
 local BUCKETS = 10
+local RING = 11
 local cfg_key, win_key = KEYS[1], KEYS[2]
 
 local exists = redis.call('EXISTS', cfg_key) + redis.call('EXISTS', win_key)
@@ -14,10 +16,11 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local bucket_ms = window_s * 1000 / BUCKETS
 local cur = math.floor(now_ms / bucket_ms)
+local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
 local requests, retries, denied, active = 0, 0, 0, 0
 if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
-  for i = 0, BUCKETS - 1 do
+  for i = 0, RING - 1 do
     local v = redis.call('HMGET', win_key, 't' .. i, 'q' .. i, 'g' .. i, 'd' .. i, 'a' .. i)
     local stamp = tonumber(v[1])
     if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
@@ -26,6 +29,11 @@ if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
       denied = denied + (tonumber(v[4]) or 0)
       local a = tonumber(v[5]) or 0
       if a > active then active = a end
+    elseif stamp == cur - BUCKETS then
+      requests = requests + math.floor((tonumber(v[2]) or 0) * inside_ms / bucket_ms)
+      local g = (tonumber(v[3]) or 0) * inside_ms
+      retries = retries + math.floor(g / bucket_ms) + ((g % bucket_ms > 0) and 1 or 0)
+      denied = denied + math.floor((tonumber(v[4]) or 0) * inside_ms / bucket_ms)
     end
   end
 end

@@ -38,6 +38,7 @@ import java.util.logging.Logger;
  */
 final class RedisRetryBudget implements RetryBudget {
   private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
+  static final int DEGRADED_AFTER_FAILURES = 2;
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final String[] keys;
@@ -54,6 +55,12 @@ final class RedisRetryBudget implements RetryBudget {
   private final ScheduledFuture<?> flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
+  // when Redis last said "exhausted": the fallback does not grant on top of a spent fleet budget
+  private volatile long lastExhaustedAt = Long.MIN_VALUE / 2; // far past, and safe to subtract from
+  // permits Redis granted to calls this client had already given up on, kept for the next retry
+  private final java.util.concurrent.atomic.AtomicInteger latePermits = new java.util.concurrent.atomic.AtomicInteger();
+  private volatile long latePermitsUntil = Long.MIN_VALUE;
+  private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean degraded;
   private volatile boolean closed;
   // last configuration and fleet size Redis told us, for the fallback
@@ -114,17 +121,45 @@ final class RedisRetryBudget implements RetryBudget {
       pendingDenied.increment();
       return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
+    if (takeLatePermit(now)) {
+      return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
+    }
     RedisBudgetStore store = client.store();
     if (closed || degraded || store == null) {
       return CompletableFuture.completedFuture(fallback(now));
     }
-    return call(store, now, 1).orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
+    CompletableFuture<BudgetReply> call = call(store, now, 1);
+    return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
-        markDegraded(error);
+        onFailure(error);
+        // Redis may still grant it; then the permit is kept for this client's next retry
+        call.thenAccept(this::keepLatePermit);
         return fallback(clock.getAsLong());
       }
       return decide(reply);
     });
+  }
+
+  private void keepLatePermit(BudgetReply late) {
+    if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
+      latePermitsUntil = clock.getAsLong() + bucketMillis();
+      latePermits.incrementAndGet();
+    }
+  }
+
+  private boolean takeLatePermit(long now) {
+    if (latePermits.get() == 0) {
+      return false;
+    }
+    if (now > latePermitsUntil) {
+      latePermits.set(0); // too old: the allowance it came from has moved on
+      return false;
+    }
+    return latePermits.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
+  }
+
+  private long bucketMillis() {
+    return windowSeconds * 1000L / SlidingWindowCounts.BUCKETS;
   }
 
   private BudgetDecision decide(BudgetReply reply) {
@@ -137,11 +172,13 @@ final class RedisRetryBudget implements RetryBudget {
         return BudgetDecision.GRANTED_SHADOW;
       case BudgetReply.DENIED:
         recordOwn(0, 0, 1);
-        exhaustedUntil = clock.getAsLong() + exhaustedCacheMillis;
+        long now = clock.getAsLong();
+        lastExhaustedAt = now;
+        exhaustedUntil = now + exhaustedCacheMillis;
         return BudgetDecision.DENIED_EXHAUSTED;
       default:
         // "stale" cannot answer a fresh sequence number unless Redis lost track: trust nothing
-        markDegraded(null);
+        onFailure(null);
         return fallback(clock.getAsLong());
     }
   }
@@ -176,6 +213,7 @@ final class RedisRetryBudget implements RetryBudget {
     windowSeconds = reply.windowSeconds();
     minRetriesPerSecond = reply.minRetriesPerSecond();
     activeClients = Math.max(1, reply.activeClients());
+    consecutiveFailures.set(0);
     degraded = false;
   }
 
@@ -194,21 +232,25 @@ final class RedisRetryBudget implements RetryBudget {
           .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((reply, error) -> {
             if (error != null || BudgetReply.STALE.equals(reply.status())) {
-              markDegraded(error);
+              onFailure(error);
             }
             flushInFlight.set(false);
           });
     } catch (RuntimeException e) {
-      markDegraded(e);
+      onFailure(e);
       flushInFlight.set(false);
     }
   }
 
-  private void markDegraded(Throwable cause) {
-    if (!degraded) {
+  /**
+   * One failed or timed-out call answers from the fallback; a second in a row marks the budget
+   * degraded: then decisions stop asking Redis until a flush gets through.
+   */
+  private void onFailure(Throwable cause) {
+    if (consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES && !degraded) {
+      degraded = true;
       LOG.log(Level.FINE, () -> "budget " + seed.name() + " degraded: " + cause);
     }
-    degraded = true;
   }
 
   @Override
@@ -225,6 +267,11 @@ final class RedisRetryBudget implements RetryBudget {
         pendingDenied.increment();
         return BudgetDecision.DENIED_FALLBACK;
       default:
+        if (now - lastExhaustedAt < bucketMillis()) {
+          // the fleet's budget was spent a moment ago: no local grant on top of it
+          pendingDenied.increment();
+          return BudgetDecision.DENIED_FALLBACK;
+        }
         synchronized (ownCounts) {
           long requests = ownCounts.requests(now) + pendingRequests.sum();
           long floor = client.fallbackSharesFloor()

@@ -170,6 +170,48 @@ class BudgetFaultTest {
     assertTrue(granted <= 8, "granted " + granted);
   }
 
+  @Test
+  void aPermitRedisGrantsAfterTheClientGaveUpServesItsNextRetry() {
+    Eventually.await("healthy", Duration.ofSeconds(2), () -> !budget.isDegraded() && redisRetries() == 0
+        && budget.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+    long grantedBefore = redisRetries();
+    redis.server().pause();
+    try {
+      BudgetDecision gaveUp = budget.tryAcquire();
+      assertEquals(BudgetDecision.Reason.GRANTED_FALLBACK, gaveUp.reason(), "answered locally after the timeout");
+    } finally {
+      redis.server().resume();
+    }
+    Eventually.await("the late grant is applied in Redis", Duration.ofSeconds(2), () -> redisRetries() == grantedBefore + 1);
+    long scriptCalls = redis.commandCalls("evalsha");
+    assertEquals(BudgetDecision.GRANTED, budget.tryAcquire(), "the late permit is used");
+    assertEquals(scriptCalls, redis.commandCalls("evalsha"), "without asking Redis");
+  }
+
+  @Test
+  void theFallbackGrantsNothingRightAfterTheFleetBudgetWasSpent() {
+    RetryBudget spent = client.budget(BudgetConfig.builder("spent").minRetriesPerSecond(0).ratio(1.0).build());
+    for (int i = 0; i < 100; i++) {
+      spent.recordFirstAttempt();
+    }
+    Eventually.await("exhausted answer from Redis", Duration.ofSeconds(3),
+        () -> exhaust(spent));
+    redis.server().kill();
+    for (int i = 0; i < 5; i++) {
+      assertTrue(!spent.tryAcquire().granted(), "no local grants on a fleet budget spent a moment ago");
+    }
+  }
+
+  /** Spends the budget's allowance; true once Redis answers "exhausted". */
+  private static boolean exhaust(RetryBudget b) {
+    for (int i = 0; i < 200; i++) {
+      if (b.tryAcquire().reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** A storm past its warm-up (class loading, JIT), measured from a healthy state on. */
   private Storm warmStorm() {
     Storm s = new Storm(budget, 3);

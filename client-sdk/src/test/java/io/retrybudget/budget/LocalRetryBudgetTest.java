@@ -39,6 +39,8 @@ class LocalRetryBudgetTest {
     }
     assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.tryAcquire());
     now.addAndGet(10_000);
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.tryAcquire(), "still inside the leaving bucket");
+    now.addAndGet(1_000);
     assertTrue(b.tryAcquire().granted());
   }
 

@@ -1,25 +1,30 @@
 package io.retrybudget.budget.internal;
 
+import java.util.Arrays;
+
 /**
- * First attempts, retries and refusals over a sliding window of ten buckets, in process. The same
- * ring as lua/budget.lua keeps in Redis. Time comes in as an argument: no clock inside. Not
- * thread-safe; callers synchronize.
+ * First attempts, retries and refusals over a sliding window of ten buckets, in process: the same
+ * window as lua/budget.lua keeps in Redis. The ring holds eleven buckets so that the one leaving
+ * the window still counts for the part of it inside (first attempts rounded down, retries rounded
+ * up: the safe side). Time comes in as an argument: no clock inside. Not thread-safe; callers
+ * synchronize.
  */
 public final class SlidingWindowCounts {
   public static final int BUCKETS = 10;
+  private static final int RING = BUCKETS + 1;
 
   private final long bucketMillis;
-  private final long[] stamp = new long[BUCKETS];
-  private final long[] requests = new long[BUCKETS];
-  private final long[] retries = new long[BUCKETS];
-  private final long[] denied = new long[BUCKETS];
+  private final long[] stamp = new long[RING];
+  private final long[] requests = new long[RING];
+  private final long[] retries = new long[RING];
+  private final long[] denied = new long[RING];
 
   public SlidingWindowCounts(long windowMillis) {
     if (windowMillis < BUCKETS) {
       throw new IllegalArgumentException("windowMillis must be at least " + BUCKETS + ", was " + windowMillis);
     }
     this.bucketMillis = windowMillis / BUCKETS;
-    java.util.Arrays.fill(stamp, Long.MIN_VALUE);
+    Arrays.fill(stamp, Long.MIN_VALUE);
   }
 
   public long windowMillis() {
@@ -28,7 +33,7 @@ public final class SlidingWindowCounts {
 
   public void add(long nowMillis, long addRequests, long addRetries, long addDenied) {
     long cur = Math.floorDiv(nowMillis, bucketMillis);
-    int slot = (int) Math.floorMod(cur, BUCKETS);
+    int slot = (int) Math.floorMod(cur, RING);
     if (stamp[slot] != cur) {
       stamp[slot] = cur;
       requests[slot] = 0;
@@ -41,23 +46,27 @@ public final class SlidingWindowCounts {
   }
 
   public long requests(long nowMillis) {
-    return sum(requests, nowMillis);
+    return sum(requests, nowMillis, false);
   }
 
   public long retries(long nowMillis) {
-    return sum(retries, nowMillis);
+    return sum(retries, nowMillis, true);
   }
 
   public long denied(long nowMillis) {
-    return sum(denied, nowMillis);
+    return sum(denied, nowMillis, false);
   }
 
-  private long sum(long[] values, long nowMillis) {
+  private long sum(long[] values, long nowMillis, boolean roundUp) {
     long cur = Math.floorDiv(nowMillis, bucketMillis);
+    long insideMillis = bucketMillis - (nowMillis - cur * bucketMillis);
     long total = 0;
-    for (int i = 0; i < BUCKETS; i++) {
+    for (int i = 0; i < RING; i++) {
       if (stamp[i] > cur - BUCKETS && stamp[i] <= cur) {
         total += values[i];
+      } else if (stamp[i] == cur - BUCKETS) {
+        long weighted = values[i] * insideMillis;
+        total += weighted / bucketMillis + (roundUp && weighted % bucketMillis > 0 ? 1 : 0);
       }
     }
     return total;

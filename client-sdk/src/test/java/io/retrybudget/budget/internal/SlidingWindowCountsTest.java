@@ -17,16 +17,29 @@ class SlidingWindowCountsTest {
     assertEquals(1, w.retries(1_500));
     assertEquals(2, w.denied(1_500));
     assertEquals(17, w.requests(9_999));
-    assertEquals(7, w.requests(10_000), "the first bucket left the window");
-    assertEquals(0, w.requests(11_000));
+    assertEquals(17, w.requests(10_000), "the first bucket starts leaving: all of it still inside");
+    assertEquals(7 + 5, w.requests(10_500), "half of the leaving bucket's 10, rounded down");
+    assertEquals(1, w.retries(10_999), "retries of the leaving bucket round up");
+    assertEquals(7, w.requests(11_000), "the first bucket left the window");
+    assertEquals(0, w.retries(11_000));
+    assertEquals(0, w.requests(12_000));
+  }
+
+  @Test
+  void aGrantCountsForAboutOneWindow() {
+    SlidingWindowCounts w = new SlidingWindowCounts(10_000);
+    w.add(300, 0, 100, 0); // granted 0.3 s into a bucket
+    assertEquals(100, w.retries(9_999));
+    assertEquals(70, w.retries(10_300), "counted fully until 10 s, then fading");
+    assertEquals(0, w.retries(11_000));
   }
 
   @Test
   void aReusedSlotStartsFromZero() {
     SlidingWindowCounts w = new SlidingWindowCounts(1_000); // buckets of 100 ms
     w.add(50, 10, 0, 0);
-    w.add(1_050, 3, 0, 0); // same slot, one window later
-    assertEquals(3, w.requests(1_050));
+    w.add(1_150, 3, 0, 0); // same slot of the ring of 11, 1.1 s later
+    assertEquals(3, w.requests(1_150));
   }
 
   @Test
@@ -35,7 +48,8 @@ class SlidingWindowCountsTest {
     for (int s = 0; s < 30; s++) {
       w.add(s * 1_000L, 1, 0, 0);
     }
-    assertEquals(10, w.requests(29_000));
+    assertEquals(10, w.requests(29_999), "ten full buckets; the leaving one has nothing left inside");
+    assertEquals(11, w.requests(29_000), "nine full, the current, and all of the leaving one");
     assertEquals(10_000, w.windowMillis());
   }
 

@@ -166,29 +166,39 @@ class LuaScriptTest {
   }
 
   @Test
-  void bucketsOlderThanTheWindowAreNotCounted() throws Exception {
-    BudgetReply now = count("sliding", 500);
+  void bucketsLeaveTheWindowGradually() throws Exception {
+    BudgetReply now = count("sliding", 500); // window 100 s: buckets of 10 s
     BudgetKeys k = new BudgetKeys("sliding");
-    // move the live bucket's data into another slot, stamped exactly one window ago
-    List<Object> stamps = (List<Object>) redis.server().call("HMGET", k.window(), "t0", "t1", "t2", "t3", "t4",
-        "t5", "t6", "t7", "t8", "t9");
+    List<String> fields = new java.util.ArrayList<>(List.of("HMGET", k.window()));
+    for (int i = 0; i < 11; i++) {
+      fields.add("t" + i);
+    }
+    @SuppressWarnings("unchecked")
+    List<Object> stamps = (List<Object>) redis.server().call(fields.toArray(new String[0]));
     long cur = -1;
     int slot = -1;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
       if (stamps.get(i) != null) {
         cur = Long.parseLong((String) stamps.get(i));
         slot = i;
       }
     }
     assertTrue(slot >= 0);
-    int oldSlot = (slot + 1) % 10;
-    redis.server().call("HSET", k.window(), "t" + oldSlot, Long.toString(cur - 9), "q" + oldSlot, "300");
-    int olderSlot = (slot + 2) % 10;
-    redis.server().call("HSET", k.window(), "t" + olderSlot, Long.toString(cur - 10), "q" + olderSlot, "7000");
+    // the ring has 11 slots: bucket cur - n lives in slot (slot - n) mod 11
+    plant(k, (slot + 2) % 11, cur - 9, 300, 30); // inside the window: counts fully
+    plant(k, (slot + 1) % 11, cur - 10, 1000, 100); // leaving: counts for the part still inside
+    plant(k, (slot + 10) % 11, cur - 12, 7000, 700); // gone
     BudgetReply after = count("sliding", 0);
-    long expected = now.requests() + 300; // cur - 9 is inside the window, cur - 10 has left it
-    assertTrue(after.requests() == expected || after.requests() == 300,
-        "either the same bucket (" + expected + ") or the clock moved one bucket on: " + after.requests());
+    long leaving = after.requests() - now.requests() - 300;
+    assertTrue(leaving >= 0 && leaving <= 1000, "weighted share of the leaving bucket: " + leaving);
+    long leavingRetries = after.retries() - 30;
+    assertTrue(leavingRetries >= 0 && leavingRetries <= 100, "retries of the leaving bucket: " + leavingRetries);
+    assertTrue(leavingRetries * 10 >= leaving, "retries round up, first attempts down");
+  }
+
+  private void plant(BudgetKeys k, int slot, long bucket, long requests, long retries) {
+    redis.server().call("HSET", k.window(), "t" + slot, Long.toString(bucket), "q" + slot, Long.toString(requests),
+        "g" + slot, Long.toString(retries), "d" + slot, "0", "a" + slot, "0");
   }
 
   @Test
