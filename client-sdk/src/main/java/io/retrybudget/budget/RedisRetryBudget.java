@@ -39,6 +39,7 @@ import java.util.logging.Logger;
 final class RedisRetryBudget implements RetryBudget {
   private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
   static final int DEGRADED_AFTER_FAILURES = 2;
+  static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final String[] keys;
@@ -311,7 +312,8 @@ final class RedisRetryBudget implements RetryBudget {
     RedisBudgetStore store = client.store();
     if (store != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
       try {
-        call(store, clock.getAsLong(), 0).get(flushTimeoutMillis, TimeUnit.MILLISECONDS);
+        // closing is off the hot path: wait longer than a timer flush would
+        call(store, clock.getAsLong(), 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (ExecutionException | TimeoutException | RuntimeException e) {

@@ -232,7 +232,7 @@ class BudgetFaultTest {
 
   private long counter(String prefix) {
     List<String> args = new ArrayList<>(List.of("HMGET", new BudgetKeys("faults").window()));
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) { // the ring has 11 buckets
       args.add(prefix + i);
     }
     @SuppressWarnings("unchecked")
