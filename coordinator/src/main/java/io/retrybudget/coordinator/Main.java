@@ -27,8 +27,10 @@ public final class Main {
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      LOG.info("shutting down: draining HTTP, closing Redis");
+      // JUL's own shutdown hook may already have closed its handlers: print directly
+      System.out.println("shutting down: draining HTTP, closing Redis");
       coordinator.close();
+      System.out.println("stopped");
       stopped.countDown();
     }, "coordinator-shutdown"));
     stopped.await();

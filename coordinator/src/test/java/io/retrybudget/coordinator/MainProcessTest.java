@@ -1,0 +1,81 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisServerProcess;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The README's run command in a real process: no Redis configured and no redis-server on PATH, so
+ * the coordinator starts the Redis binary it carries, prints a token, serves, and on SIGTERM shuts
+ * down cleanly, stopping its Redis.
+ */
+class MainProcessTest {
+
+  @Test
+  void runsOnItsOwnRedisAndStopsCleanlyOnSigterm(@TempDir Path dir) throws Exception {
+    Path log = dir.resolve("coordinator.log");
+    int port = RedisServerProcess.freePort();
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
+    pb.environment().clear();
+    pb.environment().put("PATH", "/nonexistent"); // forces the bundled Redis binary
+    pb.environment().put("COORDINATOR_PORT", Integer.toString(port));
+    Process p = pb.start();
+    try {
+      HttpClient http = HttpClient.newHttpClient();
+      URI ready = URI.create("http://127.0.0.1:" + port + "/health/ready");
+      Eventually.await("ready; output so far: " + lines(log), Duration.ofSeconds(30), () -> {
+        try {
+          return http.send(HttpRequest.newBuilder(ready).build(), HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
+        } catch (Exception e) {
+          return false;
+        }
+      });
+      List<String> started = lines(log);
+      String token = started.stream().filter(l -> l.contains("Authorization: Bearer ")).findFirst()
+          .map(l -> l.substring(l.indexOf("Bearer ") + 7).trim()).orElseThrow(() -> new AssertionError("no token printed: " + started));
+      assertTrue(started.stream().anyMatch(l -> l.contains("started a local Redis")), started.toString());
+      HttpResponse<String> put = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/budgets/demo"))
+          .header("Authorization", "Bearer " + token).PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, put.statusCode(), put.body());
+
+      List<ProcessHandle> children = p.toHandle().descendants().toList();
+      assertFalse(children.isEmpty(), "the local redis-server runs as a child");
+      p.destroy(); // SIGTERM
+      assertTrue(p.waitFor(20, TimeUnit.SECONDS), "exits after SIGTERM");
+      List<String> lines = lines(log);
+      assertEquals(143, p.exitValue(), "ended by SIGTERM after its shutdown hook ran");
+      Eventually.await("the local Redis stopped too", Duration.ofSeconds(5),
+          () -> children.stream().noneMatch(ProcessHandle::isAlive));
+      assertTrue(lines.stream().anyMatch(l -> l.contains("shutting down")), lines.toString());
+      assertTrue(lines.stream().anyMatch(l -> l.equals("stopped")), lines.toString());
+    } finally {
+      p.destroyForcibly();
+      p.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+    }
+  }
+
+  private static List<String> lines(Path log) {
+    try {
+      return Files.readAllLines(log);
+    } catch (java.io.IOException e) {
+      return List.of();
+    }
+  }
+}

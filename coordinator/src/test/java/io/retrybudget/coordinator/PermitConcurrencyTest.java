@@ -1,0 +1,73 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.json.JsonObject;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** 10,000 single-permit requests from 50 concurrent HTTP clients: exactly the allowance is granted. */
+class PermitConcurrencyTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  @Test
+  void exactlyTheAllowanceIsGrantedUnderConcurrency() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      api.write("configureBudget", "PUT", "/v1/budgets/concurrent",
+          "{\"ratio\": 0.1, \"window_seconds\": 3600, \"min_retries_per_second\": 0}");
+      assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/concurrent/requests", "{\"count\": 10000}").status());
+
+      int clients = 50;
+      int perClient = 200;
+      AtomicInteger granted = new AtomicInteger();
+      AtomicInteger refused = new AtomicInteger();
+      AtomicInteger other = new AtomicInteger();
+      ExecutorService pool = Executors.newFixedThreadPool(clients);
+      List<Future<?>> done = new ArrayList<>();
+      URI uri = URI.create("http://127.0.0.1:" + c.port() + "/v1/budgets/concurrent/retries");
+      for (int i = 0; i < clients; i++) {
+        done.add(pool.submit(() -> {
+          // one HTTP client (and connection pool) per simulated caller
+          HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+          for (int j = 0; j < perClient; j++) {
+            HttpRequest r = HttpRequest.newBuilder(uri).header("Authorization", "Bearer t")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"count\": 1}")).timeout(Duration.ofSeconds(10)).build();
+            HttpResponse<String> response = http.send(r, HttpResponse.BodyHandlers.ofString());
+            switch (response.statusCode()) {
+              case 200 -> granted.incrementAndGet();
+              case 429 -> refused.incrementAndGet();
+              default -> other.incrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : done) {
+        f.get();
+      }
+      pool.shutdown();
+      assertEquals(0, other.get(), "every answer is 200 or 429");
+      assertEquals(1000, granted.get());
+      assertEquals(9000, refused.get());
+      JsonObject status = api.get("getBudget", "/v1/budgets/concurrent").json();
+      assertEquals(1000, status.getLong("retries"));
+      assertEquals(9000, status.getLong("denied"));
+      assertEquals(10000, status.getLong("requests"));
+    }
+  }
+}

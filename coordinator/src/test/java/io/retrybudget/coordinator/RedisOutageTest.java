@@ -1,0 +1,63 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Redis killed under the coordinator, then back with an empty script cache. */
+class RedisOutageTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  @Test
+  void readinessAndFast503sWhileRedisIsDownThenEverythingWorksAgain() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/outage/requests", "{\"count\": 100}").status());
+      assertEquals(200, api.get("ready", "/health/ready").status());
+
+      redis.server().kill();
+      long tookMs = Eventually.await("ready turns 503", Duration.ofSeconds(5),
+          () -> call(() -> api.get("ready", "/health/ready").status()) == 503);
+      System.out.println("ready turned 503 in " + tookMs + " ms");
+      assertEquals(200, api.get("live", "/health/live").status(), "alive all the same");
+      for (String[] w : new String[][] {
+          {"acquireRetries", "POST", "/v1/budgets/outage/retries", "{\"count\": 1}"},
+          {"countRequests", "POST", "/v1/budgets/outage/requests", "{\"count\": 1}"},
+          {"configureBudget", "PUT", "/v1/budgets/outage", "{\"ratio\": 0.2}"}}) {
+        long start = System.nanoTime();
+        var r = api.write(w[0], w[1], w[2], w[3]);
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(503, r.status(), r.body());
+        assertTrue(ms < 1500, w[2] + " took " + ms + " ms");
+      }
+      assertEquals(503, api.get("getBudget", "/v1/budgets/outage").status());
+      assertEquals(503, api.get("listBudgets", "/v1/budgets").status());
+
+      redis.server().restart(); // empty data, empty script cache
+      long back = Eventually.await("writes work again", Duration.ofSeconds(5),
+          () -> call(() -> api.write("acquireRetries", "POST", "/v1/budgets/outage/retries", "{\"count\": 1}").status()) == 200);
+      System.out.println("permits granted again " + back + " ms after Redis restarted");
+      assertEquals(200, api.get("ready", "/health/ready").status());
+      assertEquals(200, api.get("getBudget", "/v1/budgets/outage").status());
+    }
+  }
+
+  interface Call {
+    int run() throws Exception;
+  }
+
+  private static int call(Call c) {
+    try {
+      return c.run();
+    } catch (Exception e) {
+      return -1;
+    }
+  }
+}
