@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code retry.calls} {name, outcome} [retry_calls_total]
  *   <li>{@code retry.attempts} {name, kind=first|retry|hedge} [retry_attempts_total]
+ *   <li>{@code retry.hedges} {name, result=won|denied} [retry_hedges_total]: hedges whose answer
+ *       won the call, and hedges the budget refused (hedges sent are {@code retry.attempts{kind=hedge}})
  *   <li>{@code retry.budget.denials} {name, reason} [retry_budget_denials_total]
  *   <li>{@code retry.backoff} {name} timer of planned delays [retry_backoff_seconds_*]
  * </ul>
@@ -32,6 +34,9 @@ public final class MicrometerRetryMetrics implements RetryListener {
 
   private final Counter firstAttempts;
   private final Counter retries;
+  private final Counter hedges;
+  private final Counter hedgesWon;
+  private final Counter hedgesDenied;
   private final Counter success;
   private final Counter successWithRetry;
   private final Counter budgetExhausted;
@@ -45,6 +50,9 @@ public final class MicrometerRetryMetrics implements RetryListener {
     Objects.requireNonNull(name, "name must not be null");
     firstAttempts = attempts(registry, name, "first");
     retries = attempts(registry, name, "retry");
+    hedges = attempts(registry, name, "hedge");
+    hedgesWon = hedgeCounter(registry, name, "won");
+    hedgesDenied = hedgeCounter(registry, name, "denied");
     success = calls(registry, name, SUCCESS);
     successWithRetry = calls(registry, name, SUCCESS_WITH_RETRY);
     budgetExhausted = calls(registry, name, BUDGET_EXHAUSTED);
@@ -82,6 +90,11 @@ public final class MicrometerRetryMetrics implements RetryListener {
         .tag("name", name).tag("kind", kind).register(registry);
   }
 
+  private static Counter hedgeCounter(MeterRegistry registry, String name, String result) {
+    return Counter.builder("retry.hedges").description("Hedged requests that won, or that the budget refused")
+        .tag("name", name).tag("result", result).register(registry);
+  }
+
   private static Counter calls(MeterRegistry registry, String name, String outcome) {
     return Counter.builder("retry.calls").description("Calls ended, by outcome")
         .tag("name", name).tag("outcome", outcome).register(registry);
@@ -90,6 +103,21 @@ public final class MicrometerRetryMetrics implements RetryListener {
   @Override
   public void onAttempt(int attempt) {
     (attempt == 1 ? firstAttempts : retries).increment();
+  }
+
+  @Override
+  public void onHedge(int attempt) {
+    hedges.increment();
+  }
+
+  @Override
+  public void onHedgeWon(int attempt) {
+    hedgesWon.increment();
+  }
+
+  @Override
+  public void onHedgeDenied(BudgetDecision decision) {
+    hedgesDenied.increment();
   }
 
   @Override

@@ -38,6 +38,7 @@ public final class RetryExecutor implements AutoCloseable {
   private final Sleeper sleeper;
   private final DoubleSupplier random;
   private final RetryListener listener;
+  private final HedgePolicy hedging;
 
   /** Sleeps on the caller's thread in {@link #call}; tests pass one that advances a fake clock. */
   @FunctionalInterface
@@ -64,6 +65,7 @@ public final class RetryExecutor implements AutoCloseable {
     this.sleeper = b.sleeper;
     this.random = b.random;
     this.listener = b.listener;
+    this.hedging = b.hedging;
   }
 
   public static Builder builder(RetryPolicy policy) {
@@ -148,13 +150,20 @@ public final class RetryExecutor implements AutoCloseable {
       Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
     AsyncCall<T> call = new AsyncCall<>(Objects.requireNonNull(attempt, "attempt must not be null"),
         new AttemptContext(idempotencyKey));
-    call.startAttempt();
+    call.startRound();
     return call.result;
   }
 
+  /**
+   * One asynchronous call: rounds of attempts. A round starts one attempt and, with hedging, up to
+   * {@code maxHedges} more after the hedge delay while it runs. The first success wins and the rest
+   * are cancelled; a fatal failure ends the call; when every attempt of a round has failed the
+   * planner decides on a retry (backoff, budget, deadline), which starts the next round. All state
+   * changes happen under the call's lock; user code and budget calls run outside it.
+   */
   private final class AsyncCall<T> {
     final Function<AttemptContext, ? extends CompletionStage<T>> supplier;
-    final AttemptContext context;
+    final AttemptContext first;
     final long start = nanoClock.getAsLong();
     final CompletableFuture<T> result = new CompletableFuture<>() {
       @Override
@@ -166,75 +175,213 @@ public final class RetryExecutor implements AutoCloseable {
         return cancelled;
       }
     };
-    volatile int attempts;
-    volatile long previousDelay;
-    volatile RetryScheduler.Cancellable timer;
-    volatile CompletableFuture<T> inFlight;
+    // guarded by this
+    int attempts;
+    int round;
+    int hedgesInRound;
+    long previousDelay;
+    final java.util.List<Attempt> running = new java.util.ArrayList<>(2);
+    RetryScheduler.Cancellable backoffTimer;
+    RetryScheduler.Cancellable hedgeTimer;
+    boolean hedgeAsking;
 
-    AsyncCall(Function<AttemptContext, ? extends CompletionStage<T>> supplier, AttemptContext context) {
-      this.supplier = supplier;
-      this.context = context;
+    final class Attempt {
+      final int number;
+      final boolean hedge;
+      final long startedNanos;
+      CompletableFuture<T> future;
+      RetryScheduler.Cancellable timeout;
+
+      Attempt(int number, boolean hedge, long startedNanos) {
+        this.number = number;
+        this.hedge = hedge;
+        this.startedNanos = startedNanos;
+      }
+
+      void cancel() {
+        if (timeout != null) {
+          timeout.cancel();
+        }
+        if (future != null) {
+          future.cancel(true);
+        }
+      }
     }
 
-    void startAttempt() {
-      if (result.isDone()) {
-        return;
+    AsyncCall(Function<AttemptContext, ? extends CompletionStage<T>> supplier, AttemptContext first) {
+      this.supplier = supplier;
+      this.first = first;
+    }
+
+    void startRound() {
+      int thisRound;
+      synchronized (this) {
+        if (result.isDone()) {
+          return;
+        }
+        thisRound = ++round;
+        hedgesInRound = 0;
       }
-      int number = ++attempts;
-      if (number == 1 && budget != null) {
+      launch(false, thisRound);
+      scheduleHedge(thisRound);
+    }
+
+    /** Starts one attempt of round {@code thisRound}; returns false when none may start. */
+    boolean launch(boolean hedge, int thisRound) {
+      Attempt attempt;
+      long allowed;
+      synchronized (this) {
+        if (result.isDone() || thisRound != round || attempts >= policy.maxAttempts()) {
+          return false;
+        }
+        long elapsed = nanoClock.getAsLong() - start;
+        allowed = planner.attemptBudgetNanos(elapsed);
+        if (allowed <= 0) {
+          return false;
+        }
+        attempt = new Attempt(++attempts, hedge, start + elapsed);
+        running.add(attempt);
+        if (hedge) {
+          hedgesInRound++;
+        }
+      }
+      if (attempt.number == 1 && budget != null) {
         budget.recordFirstAttempt();
       }
-      context.startAttempt(number);
-      listener.onAttempt(number);
-      long allowed = planner.attemptBudgetNanos(nanoClock.getAsLong() - start);
-      CompletableFuture<T> attemptFuture;
+      if (hedge) {
+        listener.onHedge(attempt.number);
+      } else {
+        listener.onAttempt(attempt.number);
+      }
+      AttemptContext context;
+      if (attempt.number == 1) {
+        first.startAttempt(1);
+        context = first;
+      } else {
+        context = first.next(attempt.number, hedge, attempt.number - 1);
+      }
+      CompletableFuture<T> future;
       try {
-        attemptFuture = supplier.apply(context).toCompletableFuture();
+        future = supplier.apply(context).toCompletableFuture();
       } catch (Throwable t) {
-        attemptFuture = CompletableFuture.failedFuture(t);
+        future = CompletableFuture.failedFuture(t);
       }
-      CompletableFuture<T> current = attemptFuture;
-      inFlight = current;
       AtomicBoolean settled = new AtomicBoolean();
-      if (allowed != Long.MAX_VALUE) {
-        timer = scheduler.schedule(() -> {
-          if (settled.compareAndSet(false, true)) {
-            current.cancel(true);
-            onAttemptDone(number, null, new AttemptTimeoutException(java.time.Duration.ofNanos(allowed)));
-          }
-        }, allowed);
+      CompletableFuture<T> f = future;
+      synchronized (this) {
+        attempt.future = f;
+        if (allowed != Long.MAX_VALUE) {
+          attempt.timeout = scheduler.schedule(() -> {
+            if (settled.compareAndSet(false, true)) {
+              f.cancel(true);
+              onAttemptDone(attempt, null, new AttemptTimeoutException(java.time.Duration.ofNanos(allowed)));
+            }
+          }, allowed);
+        }
       }
-      current.whenComplete((value, error) -> {
+      f.whenComplete((value, error) -> {
         if (settled.compareAndSet(false, true)) {
-          RetryScheduler.Cancellable t = timer;
-          if (t != null) {
-            t.cancel();
-          }
-          onAttemptDone(number, value, unwrap(error));
+          onAttemptDone(attempt, value, unwrap(error));
         }
       });
       if (result.isDone()) {
-        current.cancel(true); // cancelled while the attempt was being started
+        f.cancel(true); // the call ended while this attempt was being started
+      }
+      return true;
+    }
+
+    void scheduleHedge(int thisRound) {
+      if (hedging == null) {
+        return;
+      }
+      synchronized (this) {
+        if (result.isDone() || thisRound != round || hedgesInRound >= hedging.maxHedges()
+            || attempts >= policy.maxAttempts() || running.isEmpty()
+            || (!policy.idempotent() && !first.hasIdempotencyKey())) {
+          return;
+        }
+        hedgeTimer = scheduler.schedule(() -> hedgeDue(thisRound), hedging.delayNanos());
       }
     }
 
-    void onAttemptDone(int number, T value, Throwable failure) {
-      if (result.isDone()) {
+    void hedgeDue(int thisRound) {
+      synchronized (this) {
+        if (result.isDone() || thisRound != round || running.isEmpty() || hedgeAsking) {
+          return;
+        }
+        hedgeAsking = true;
+      }
+      if (budget == null) {
+        hedgeGranted(thisRound);
         return;
       }
-      RetryPlanner.Plan plan = planner.next(number, previousDelay, nanoClock.getAsLong() - start, value, failure,
-          context.hasIdempotencyKey(), random.getAsDouble());
+      budget.acquire().whenComplete((decision, error) -> {
+        synchronized (this) {
+          hedgeAsking = false;
+        }
+        if (error == null && decision.granted()) {
+          hedgeGranted(thisRound);
+        } else {
+          // no hedge: the attempts already running keep going
+          listener.onHedgeDenied(decision != null ? decision : BudgetDecision.DENIED_FALLBACK);
+        }
+      });
+    }
+
+    void hedgeGranted(int thisRound) {
+      synchronized (this) {
+        hedgeAsking = false;
+      }
+      if (launch(true, thisRound)) {
+        scheduleHedge(thisRound);
+      }
+    }
+
+    void onAttemptDone(Attempt attempt, T value, Throwable failure) {
+      RetryPlanner.Plan plan;
+      java.util.List<Attempt> losers;
+      boolean roundOver;
+      synchronized (this) {
+        if (attempt.timeout != null) {
+          attempt.timeout.cancel();
+        }
+        if (!running.remove(attempt) || result.isDone()) {
+          return; // cancelled as a loser, or the call is over
+        }
+        long now = nanoClock.getAsLong();
+        plan = planner.next(attempts, previousDelay, now - start, value, failure, first.hasIdempotencyKey(),
+            random.getAsDouble());
+        boolean fatal = !plan.retry() && plan.stop() != RetryPlanner.Stop.MAX_ATTEMPTS
+            && plan.stop() != RetryPlanner.Stop.DEADLINE && plan.stop() != RetryPlanner.Stop.SERVER_DELAY_TOO_LONG;
+        if (!fatal && !running.isEmpty()) {
+          return; // a non-fatal failure waits for the attempts still running
+        }
+        if (plan.stop() == RetryPlanner.Stop.SUCCESS && hedging != null) {
+          hedging.recordLatency(now - attempt.startedNanos);
+        }
+        roundOver = true;
+        losers = new java.util.ArrayList<>(running);
+        running.clear();
+        if (hedgeTimer != null) {
+          hedgeTimer.cancel();
+        }
+      }
+      if (plan.stop() == RetryPlanner.Stop.SUCCESS && attempt.hedge) {
+        listener.onHedgeWon(attempt.number);
+      }
       if (!plan.retry()) {
-        listener.onOutcome(plan.stop(), number);
+        listener.onOutcome(plan.stop(), attempt.number);
         if (failure != null) {
           result.completeExceptionally(failure);
         } else {
           result.complete(value);
         }
+        losers.forEach(Attempt::cancel); // after the answer is out: their cancellation changes nothing
         return;
       }
+      losers.forEach(Attempt::cancel);
       if (budget == null) {
-        scheduleRetry(number, plan.delayNanos(), failure);
+        scheduleRetry(attempt.number, plan.delayNanos(), failure);
         return;
       }
       budget.acquire().whenComplete((decision, error) -> {
@@ -243,32 +390,41 @@ public final class RetryExecutor implements AutoCloseable {
           listener.onBudgetDenied(d);
           result.completeExceptionally(new RetryBudgetExhaustedException(budget.name(), d, failure, value));
         } else {
-          scheduleRetry(number, plan.delayNanos(), failure);
+          scheduleRetry(attempt.number, plan.delayNanos(), failure);
         }
       });
     }
 
     void scheduleRetry(int number, long delayNanos, Throwable failure) {
-      if (result.isDone()) {
-        return;
+      synchronized (this) {
+        if (result.isDone()) {
+          return;
+        }
+        previousDelay = delayNanos;
       }
       listener.onRetryScheduled(number + 1, delayNanos, failure);
-      previousDelay = delayNanos;
-      timer = scheduler.schedule(this::startAttempt, delayNanos);
+      RetryScheduler.Cancellable timer = scheduler.schedule(this::startRound, delayNanos);
+      synchronized (this) {
+        backoffTimer = timer;
+      }
       if (result.isDone()) {
-        stopEverything();
+        timer.cancel();
       }
     }
 
     void stopEverything() {
-      RetryScheduler.Cancellable t = timer;
-      if (t != null) {
-        t.cancel();
+      java.util.List<Attempt> all;
+      synchronized (this) {
+        if (backoffTimer != null) {
+          backoffTimer.cancel();
+        }
+        if (hedgeTimer != null) {
+          hedgeTimer.cancel();
+        }
+        all = new java.util.ArrayList<>(running);
+        running.clear();
       }
-      CompletableFuture<T> f = inFlight;
-      if (f != null) {
-        f.cancel(true);
-      }
+      all.forEach(Attempt::cancel);
     }
   }
 
@@ -306,6 +462,7 @@ public final class RetryExecutor implements AutoCloseable {
     private Sleeper sleeper = nanos -> TimeUnit.NANOSECONDS.sleep(nanos);
     private DoubleSupplier random = () -> ThreadLocalRandom.current().nextDouble();
     private RetryListener listener = RetryListener.NONE;
+    private HedgePolicy hedging;
 
     private Builder(RetryPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy must not be null");
@@ -341,6 +498,15 @@ public final class RetryExecutor implements AutoCloseable {
 
     public Builder listener(RetryListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener must not be null");
+      return this;
+    }
+
+    /**
+     * Hedged requests for {@link RetryExecutor#callAsync} calls (synchronous calls run one attempt
+     * at a time and never hedge). A non-idempotent call is hedged only when it carries a key.
+     */
+    public Builder hedging(HedgePolicy hedging) {
+      this.hedging = Objects.requireNonNull(hedging, "hedging must not be null");
       return this;
     }
 

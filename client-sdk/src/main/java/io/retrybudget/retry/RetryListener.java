@@ -15,6 +15,15 @@ public interface RetryListener {
   /** The budget refused a retry. */
   default void onBudgetDenied(BudgetDecision decision) {}
 
+  /** A hedge is sent: attempt {@code attempt} runs beside earlier ones of the same call. */
+  default void onHedge(int attempt) {}
+
+  /** A hedge's answer won the call. */
+  default void onHedgeWon(int attempt) {}
+
+  /** The budget refused a hedge; the attempts already running go on. */
+  default void onHedgeDenied(BudgetDecision decision) {}
+
   /** The call ended. */
   default void onOutcome(RetryPlanner.Stop why, int attempts) {}
 }

@@ -32,10 +32,12 @@ public final class RetryingHttpClient implements AutoCloseable {
   private final RetryExecutor idempotent;
   private final RetryExecutor nonIdempotent;
   private final boolean keysForNonIdempotent;
+  private final java.util.List<java.net.URI> replicas;
 
   private RetryingHttpClient(Builder b) {
     this.http = b.http;
     this.keysForNonIdempotent = b.keysForNonIdempotent;
+    this.replicas = b.replicas;
     RetryPolicy.Builder rules = b.policy.toBuilder()
         .<HttpResponse<?>>retryOnResult(r -> HttpRetryRules.isRetryableStatus(r.statusCode()))
         .serverDelay((result, failure) -> result instanceof HttpResponse<?> r ? HttpRetryRules.serverDelay(r, b.clock) : null);
@@ -47,6 +49,9 @@ public final class RetryingHttpClient implements AutoCloseable {
     RetryExecutor.Builder e = RetryExecutor.builder(policy).listener(b.listener);
     if (b.budget != null) {
       e.budget(b.budget);
+    }
+    if (b.hedging != null) {
+      e.hedging(b.hedging);
     }
     if (b.customizer != null) {
       b.customizer.accept(e);
@@ -65,7 +70,10 @@ public final class RetryingHttpClient implements AutoCloseable {
     String ownKey = request.headers().firstValue(HttpRetryRules.IDEMPOTENCY_KEY_HEADER).orElse(null);
     RetryExecutor executor = safe ? idempotent : nonIdempotent;
     boolean sendKey = !safe && (ownKey != null || keysForNonIdempotent) && executor.policy().maxAttempts() > 1;
-    return executor.callAsync(ownKey, (AttemptContext context) -> http.sendAsync(attempt(request, context, sendKey), handler));
+    // a random first replica per call spreads load; each later attempt or hedge takes the next one
+    int offset = replicas.isEmpty() ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size());
+    return executor.callAsync(ownKey,
+        (AttemptContext context) -> http.sendAsync(attempt(request, context, sendKey, offset), handler));
   }
 
   /**
@@ -100,15 +108,28 @@ public final class RetryingHttpClient implements AutoCloseable {
     }
   }
 
-  private static HttpRequest attempt(HttpRequest request, AttemptContext context, boolean sendKey) {
+  private HttpRequest attempt(HttpRequest request, AttemptContext context, boolean sendKey, int offset) {
     HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) ->
         !name.equalsIgnoreCase(HttpRetryRules.RETRY_ATTEMPT_HEADER)
             && !(sendKey && name.equalsIgnoreCase(HttpRetryRules.IDEMPOTENCY_KEY_HEADER)));
+    if (!replicas.isEmpty()) {
+      b.uri(onReplica(request.uri(), replicas.get((offset + context.replica()) % replicas.size())));
+    }
     b.header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
     if (sendKey) {
       b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
     }
     return b.build();
+  }
+
+  /** The request's path and query on another replica's scheme, host and port. */
+  static java.net.URI onReplica(java.net.URI uri, java.net.URI replica) {
+    try {
+      return new java.net.URI(replica.getScheme(), replica.getRawAuthority() == null ? null : replica.getAuthority(),
+          uri.getPath(), uri.getQuery(), uri.getFragment());
+    } catch (java.net.URISyntaxException e) {
+      throw new IllegalArgumentException("cannot move " + uri + " to replica " + replica, e);
+    }
   }
 
   @Override
@@ -125,6 +146,8 @@ public final class RetryingHttpClient implements AutoCloseable {
     private Clock clock = Clock.systemUTC();
     private boolean keysForNonIdempotent = true;
     private Consumer<RetryExecutor.Builder> customizer;
+    private io.retrybudget.retry.HedgePolicy hedging;
+    private java.util.List<java.net.URI> replicas = java.util.List.of();
 
     private Builder(HttpClient http) {
       this.http = Objects.requireNonNull(http, "http must not be null");
@@ -158,6 +181,26 @@ public final class RetryingHttpClient implements AutoCloseable {
      */
     public Builder idempotencyKeys(boolean make) {
       this.keysForNonIdempotent = make;
+      return this;
+    }
+
+    /** Hedged requests (see {@link io.retrybudget.retry.HedgePolicy}); they draw on the same budget. */
+    public Builder hedging(io.retrybudget.retry.HedgePolicy hedging) {
+      this.hedging = Objects.requireNonNull(hedging, "hedging must not be null");
+      return this;
+    }
+
+    /**
+     * Replicas of the service ({@code scheme://host:port}): each call starts on a random one and
+     * every retry or hedge goes to the next, keeping the request's path and query.
+     */
+    public Builder replicas(java.util.List<java.net.URI> replicas) {
+      for (java.net.URI r : replicas) {
+        if (r.getScheme() == null || r.getHost() == null) {
+          throw new IllegalArgumentException("replicas must be absolute scheme://host[:port] URIs, was " + r);
+        }
+      }
+      this.replicas = java.util.List.copyOf(replicas);
       return this;
     }
 
