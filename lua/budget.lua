@@ -9,8 +9,9 @@
 if redis.replicate_commands then redis.replicate_commands() end
 
 -- The window is 10 buckets; the ring keeps 11, so the bucket that is leaving the window still
--- counts for the part of it that lies inside (weighted by the time left in the current bucket):
--- a grant stops counting about one window after it was made, not up to a bucket early.
+-- counts for the part of it that lies inside: its first attempts weighted by the time left in the
+-- current bucket, its grants in full until one window after the last grant made in it. So no
+-- grant stops counting before one window has passed since it was made, even in a burst.
 local BUCKETS = 10
 local RING = 11
 local CLIENT_TTL_WINDOWS = 6
@@ -63,6 +64,8 @@ local slot = cur % RING
 -- share of the oldest bucket still inside the window, as (bucket_ms - elapsed) / bucket_ms
 local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
+local window_ms = window_s * 1000
+local FIELDS = 6 -- per bucket: t stamp, q first attempts, g grants, d denied, a clients, l last grant ms
 local fields = { 'bms' }
 for i = 0, RING - 1 do
   local n = #fields
@@ -71,16 +74,17 @@ for i = 0, RING - 1 do
   fields[n + 3] = 'g' .. i
   fields[n + 4] = 'd' .. i
   fields[n + 5] = 'a' .. i
+  fields[n + 6] = 'l' .. i
 end
 local w = redis.call('HMGET', win_key, unpack(fields))
 -- A changed window length makes the stored bucket numbers meaningless: start over.
 local fresh = tonumber(w[1]) ~= bucket_ms
 
 local requests, retries, denied, active = 0, 0, 0, 0
-local cq, cg, cd, ca = 0, 0, 0, 0
+local cq, cg, cd, ca, cl = 0, 0, 0, 0, 0
 if not fresh then
   for i = 0, RING - 1 do
-    local b = 2 + i * 5
+    local b = 2 + i * FIELDS
     local stamp = tonumber(w[b])
     if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
       local q, g, d, a = tonumber(w[b + 1]) or 0, tonumber(w[b + 2]) or 0, tonumber(w[b + 3]) or 0, tonumber(w[b + 4]) or 0
@@ -88,13 +92,15 @@ if not fresh then
       retries = retries + g
       denied = denied + d
       if a > active then active = a end
-      if i == slot and stamp == cur then cq, cg, cd, ca = q, g, d, a end
+      if i == slot and stamp == cur then cq, cg, cd, ca, cl = q, g, d, a, tonumber(w[b + 5]) or 0 end
     elseif stamp == cur - BUCKETS then
-      -- the leaving bucket: first attempts rounded down, grants rounded up (the safe side)
+      -- the leaving bucket: first attempts and denials by the share still inside, rounded down;
+      -- grants in full while its last grant is less than one window old (the safe side)
       requests = requests + math.floor((tonumber(w[b + 1]) or 0) * inside_ms / bucket_ms)
-      local g = (tonumber(w[b + 2]) or 0) * inside_ms
-      retries = retries + math.floor(g / bucket_ms) + ((g % bucket_ms > 0) and 1 or 0)
       denied = denied + math.floor((tonumber(w[b + 3]) or 0) * inside_ms / bucket_ms)
+      if (tonumber(w[b + 5]) or 0) > now_ms - window_ms then
+        retries = retries + (tonumber(w[b + 2]) or 0)
+      end
     end
   end
 end
@@ -165,8 +171,10 @@ if need > 0 then
 end
 retries = retries + granted
 cg = cg + granted
+if granted > 0 then cl = now_ms end
 
-redis.call('HSET', win_key, 'bms', bucket_ms, 't' .. slot, cur, 'q' .. slot, cq, 'g' .. slot, cg, 'd' .. slot, cd, 'a' .. slot, ca)
+redis.call('HSET', win_key, 'bms', bucket_ms, 't' .. slot, cur, 'q' .. slot, cq, 'g' .. slot, cg, 'd' .. slot, cd,
+    'a' .. slot, ca, 'l' .. slot, cl)
 redis.call('PEXPIRE', win_key, window_s * 1000 * 2)
 redis.call('PEXPIRE', cfg_key, CONFIG_TTL_MS)
 

@@ -1,6 +1,7 @@
 -- status.lua: read a budget's configuration and window without changing anything.
 -- Documented in lua/README.md (KEYS, ARGV, reply).
--- the same window as budget.lua: 10 buckets in a ring of 11, the leaving bucket weighted
+-- the same window as budget.lua: 10 buckets in a ring of 11, the leaving bucket counted by its share
+-- (first attempts, denials) and its grants in full until one window after its last grant
 local BUCKETS = 10
 local RING = 11
 local cfg_key, win_key = KEYS[1], KEYS[2]
@@ -21,7 +22,7 @@ local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 local requests, retries, denied, active = 0, 0, 0, 0
 if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
   for i = 0, RING - 1 do
-    local v = redis.call('HMGET', win_key, 't' .. i, 'q' .. i, 'g' .. i, 'd' .. i, 'a' .. i)
+    local v = redis.call('HMGET', win_key, 't' .. i, 'q' .. i, 'g' .. i, 'd' .. i, 'a' .. i, 'l' .. i)
     local stamp = tonumber(v[1])
     if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
       requests = requests + (tonumber(v[2]) or 0)
@@ -31,9 +32,10 @@ if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
       if a > active then active = a end
     elseif stamp == cur - BUCKETS then
       requests = requests + math.floor((tonumber(v[2]) or 0) * inside_ms / bucket_ms)
-      local g = (tonumber(v[3]) or 0) * inside_ms
-      retries = retries + math.floor(g / bucket_ms) + ((g % bucket_ms > 0) and 1 or 0)
       denied = denied + math.floor((tonumber(v[4]) or 0) * inside_ms / bucket_ms)
+      if (tonumber(v[6]) or 0) > now_ms - window_s * 1000 then
+        retries = retries + (tonumber(v[3]) or 0)
+      end
     end
   end
 end

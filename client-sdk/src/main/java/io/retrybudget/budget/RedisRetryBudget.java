@@ -133,9 +133,12 @@ final class RedisRetryBudget implements RetryBudget {
     return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
         onFailure(error);
-        // Redis may still grant it; then the permit is kept for this client's next retry
-        call.thenAccept(this::keepLatePermit);
-        return fallback(clock.getAsLong());
+        BudgetDecision decision = degraded ? fallback(clock.getAsLong()) : inDoubt();
+        if (!decision.granted()) {
+          // Redis may still grant it; then the permit is kept for this client's next retry
+          call.thenAccept(this::keepLatePermit);
+        }
+        return decision;
       }
       return decide(reply);
     });
@@ -257,6 +260,19 @@ final class RedisRetryBudget implements RetryBudget {
   @Override
   public boolean isDegraded() {
     return degraded || client.store() == null;
+  }
+
+  /**
+   * One call failed but Redis is not (yet) taken for down: Redis may well have granted it, and a
+   * local grant on top would spend the fleet's allowance twice. Unless the policy is ALLOW, refuse
+   * it; a late grant from Redis is kept for the next retry.
+   */
+  private BudgetDecision inDoubt() {
+    if (client.fallbackPolicy() == FallbackPolicy.ALLOW) {
+      return BudgetDecision.GRANTED_FALLBACK;
+    }
+    pendingDenied.increment();
+    return BudgetDecision.DENIED_FALLBACK;
   }
 
   private BudgetDecision fallback(long now) {

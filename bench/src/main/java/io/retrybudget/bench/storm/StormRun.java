@@ -313,7 +313,7 @@ final class StormRun {
     for (int i = 0; i + 1 < list.size(); i += 2) {
       h.put(String.valueOf(list.get(i)), String.valueOf(list.get(i + 1)));
     }
-    for (int slot = 0; slot < 10; slot++) {
+    for (int slot = 0; slot < 11; slot++) { // the ring of lua/budget.lua
       String t = h.get("t" + slot);
       String g = h.get("g" + slot);
       if (t != null && g != null) {

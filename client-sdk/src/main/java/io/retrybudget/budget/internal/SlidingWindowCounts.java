@@ -5,9 +5,10 @@ import java.util.Arrays;
 /**
  * First attempts, retries and refusals over a sliding window of ten buckets, in process: the same
  * window as lua/budget.lua keeps in Redis. The ring holds eleven buckets so that the one leaving
- * the window still counts for the part of it inside (first attempts rounded down, retries rounded
- * up: the safe side). Time comes in as an argument: no clock inside. Not thread-safe; callers
- * synchronize.
+ * the window still counts for the part of it inside: first attempts and refusals by its share,
+ * rounded down; retries in full until one window after the last retry in it (the safe side: no
+ * retry stops counting before a window has passed). Time comes in as an argument: no clock inside.
+ * Not thread-safe; callers synchronize.
  */
 public final class SlidingWindowCounts {
   public static final int BUCKETS = 10;
@@ -18,6 +19,7 @@ public final class SlidingWindowCounts {
   private final long[] requests = new long[RING];
   private final long[] retries = new long[RING];
   private final long[] denied = new long[RING];
+  private final long[] lastRetryAt = new long[RING];
 
   public SlidingWindowCounts(long windowMillis) {
     if (windowMillis < BUCKETS) {
@@ -25,6 +27,7 @@ public final class SlidingWindowCounts {
     }
     this.bucketMillis = windowMillis / BUCKETS;
     Arrays.fill(stamp, Long.MIN_VALUE);
+    Arrays.fill(lastRetryAt, Long.MIN_VALUE);
   }
 
   public long windowMillis() {
@@ -39,6 +42,10 @@ public final class SlidingWindowCounts {
       requests[slot] = 0;
       retries[slot] = 0;
       denied[slot] = 0;
+      lastRetryAt[slot] = Long.MIN_VALUE;
+    }
+    if (addRetries > 0) {
+      lastRetryAt[slot] = nowMillis;
     }
     requests[slot] += addRequests;
     retries[slot] += addRetries;
@@ -46,18 +53,27 @@ public final class SlidingWindowCounts {
   }
 
   public long requests(long nowMillis) {
-    return sum(requests, nowMillis, false);
+    return sum(requests, nowMillis);
   }
 
   public long retries(long nowMillis) {
-    return sum(retries, nowMillis, true);
+    long cur = Math.floorDiv(nowMillis, bucketMillis);
+    long total = 0;
+    for (int i = 0; i < RING; i++) {
+      if (stamp[i] > cur - BUCKETS && stamp[i] <= cur) {
+        total += retries[i];
+      } else if (stamp[i] == cur - BUCKETS && lastRetryAt[i] > nowMillis - windowMillis()) {
+        total += retries[i];
+      }
+    }
+    return total;
   }
 
   public long denied(long nowMillis) {
-    return sum(denied, nowMillis, false);
+    return sum(denied, nowMillis);
   }
 
-  private long sum(long[] values, long nowMillis, boolean roundUp) {
+  private long sum(long[] values, long nowMillis) {
     long cur = Math.floorDiv(nowMillis, bucketMillis);
     long insideMillis = bucketMillis - (nowMillis - cur * bucketMillis);
     long total = 0;
@@ -65,8 +81,7 @@ public final class SlidingWindowCounts {
       if (stamp[i] > cur - BUCKETS && stamp[i] <= cur) {
         total += values[i];
       } else if (stamp[i] == cur - BUCKETS) {
-        long weighted = values[i] * insideMillis;
-        total += weighted / bucketMillis + (roundUp && weighted % bucketMillis > 0 ? 1 : 0);
+        total += values[i] * insideMillis / bucketMillis;
       }
     }
     return total;

@@ -19,19 +19,21 @@ class SlidingWindowCountsTest {
     assertEquals(17, w.requests(9_999));
     assertEquals(17, w.requests(10_000), "the first bucket starts leaving: all of it still inside");
     assertEquals(7 + 5, w.requests(10_500), "half of the leaving bucket's 10, rounded down");
-    assertEquals(1, w.retries(10_999), "retries of the leaving bucket round up");
+    assertEquals(1, w.retries(9_999), "the retry made at 0 counts for one window");
+    assertEquals(0, w.retries(10_000), "then leaves, though its bucket is still leaving");
     assertEquals(7, w.requests(11_000), "the first bucket left the window");
     assertEquals(0, w.retries(11_000));
     assertEquals(0, w.requests(12_000));
   }
 
   @Test
-  void aGrantCountsForAboutOneWindow() {
+  void aBurstOfRetriesCountsForOneWindowAfterItsLastRetry() {
     SlidingWindowCounts w = new SlidingWindowCounts(10_000);
-    w.add(300, 0, 100, 0); // granted 0.3 s into a bucket
-    assertEquals(100, w.retries(9_999));
-    assertEquals(70, w.retries(10_300), "counted fully until 10 s, then fading");
-    assertEquals(0, w.retries(11_000));
+    w.add(300, 0, 40, 0);
+    w.add(950, 0, 60, 0); // a burst late in the same bucket
+    assertEquals(100, w.retries(10_300), "the bucket is leaving, but its last retry is not a window old");
+    assertEquals(100, w.retries(10_949));
+    assertEquals(0, w.retries(10_950), "one window after the last retry");
   }
 
   @Test

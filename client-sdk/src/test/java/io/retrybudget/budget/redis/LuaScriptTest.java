@@ -167,8 +167,18 @@ class LuaScriptTest {
 
   @Test
   void bucketsLeaveTheWindowGradually() throws Exception {
-    BudgetReply now = count("sliding", 500); // window 100 s: buckets of 10 s
-    BudgetKeys k = new BudgetKeys("sliding");
+    assertLeaving("sliding-recent", 5_000, 100);
+    assertLeaving("sliding-old", 100_000 + 1_000, 0);
+  }
+
+  /**
+   * Plants a leaving bucket whose last grant was {@code grantAgeMs} ago and checks what the window
+   * counts of it: its grants in full while the last one is less than a window (100 s) old, its
+   * first attempts by the share still inside.
+   */
+  private void assertLeaving(String name, long grantAgeMs, long expectedRetries) throws Exception {
+    BudgetReply now = count(name, 500); // window 100 s: buckets of 10 s
+    BudgetKeys k = new BudgetKeys(name);
     List<String> fields = new java.util.ArrayList<>(List.of("HMGET", k.window()));
     for (int i = 0; i < 11; i++) {
       fields.add("t" + i);
@@ -184,21 +194,22 @@ class LuaScriptTest {
       }
     }
     assertTrue(slot >= 0);
+    @SuppressWarnings("unchecked")
+    List<Object> time = (List<Object>) redis.server().call("TIME");
+    long nowMs = Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
     // the ring has 11 slots: bucket cur - n lives in slot (slot - n) mod 11
-    plant(k, (slot + 2) % 11, cur - 9, 300, 30); // inside the window: counts fully
-    plant(k, (slot + 1) % 11, cur - 10, 1000, 100); // leaving: counts for the part still inside
-    plant(k, (slot + 10) % 11, cur - 12, 7000, 700); // gone
-    BudgetReply after = count("sliding", 0);
+    plant(k, (slot + 2) % 11, cur - 9, 300, 30, nowMs - 80_000); // inside the window: counts fully
+    plant(k, (slot + 1) % 11, cur - 10, 1000, 100, nowMs - grantAgeMs); // leaving
+    plant(k, (slot + 10) % 11, cur - 12, 7000, 700, nowMs - 115_000); // gone
+    BudgetReply after = count(name, 0);
     long leaving = after.requests() - now.requests() - 300;
-    assertTrue(leaving >= 0 && leaving <= 1000, "weighted share of the leaving bucket: " + leaving);
-    long leavingRetries = after.retries() - 30;
-    assertTrue(leavingRetries >= 0 && leavingRetries <= 100, "retries of the leaving bucket: " + leavingRetries);
-    assertTrue(leavingRetries * 10 >= leaving, "retries round up, first attempts down");
+    assertTrue(leaving >= 0 && leaving <= 1000, "share of the leaving bucket's first attempts: " + leaving);
+    assertEquals(30 + expectedRetries, after.retries(), "grants of the leaving bucket, last one " + grantAgeMs + " ms old");
   }
 
-  private void plant(BudgetKeys k, int slot, long bucket, long requests, long retries) {
+  private void plant(BudgetKeys k, int slot, long bucket, long requests, long retries, long lastGrantMs) {
     redis.server().call("HSET", k.window(), "t" + slot, Long.toString(bucket), "q" + slot, Long.toString(requests),
-        "g" + slot, Long.toString(retries), "d" + slot, "0", "a" + slot, "0");
+        "g" + slot, Long.toString(retries), "d" + slot, "0", "a" + slot, "0", "l" + slot, Long.toString(lastGrantMs));
   }
 
   @Test
