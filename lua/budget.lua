@@ -91,7 +91,7 @@ if not fresh then
       requests = requests + q
       retries = retries + g
       denied = denied + d
-      if a > active then active = a end
+      active = active + a
       if i == slot and stamp == cur then cq, cg, cd, ca, cl = q, g, d, a, tonumber(w[b + 5]) or 0 end
     elseif stamp == cur - BUCKETS then
       -- the leaving bucket: first attempts and denials by the share still inside, rounded down;
@@ -107,24 +107,30 @@ end
 
 -- De-duplication: a client numbers its calls; a call it already gave up on and that arrives again
 -- (a replay after a reconnect) or late is not applied twice.
-local new_client_in_bucket = false
+-- Fleet size: each client is counted once per window, in the bucket where it was last counted
+-- (`a<i>`); when that bucket leaves the window, its next call counts it again. So the sum of `a`
+-- over the window is the number of clients heard from in it, whatever the bucket length.
+local count_client = false
 if client_id ~= '' then
   local prev = redis.call('HGET', cli_key, client_id)
-  local last_seq, last_bucket = 0, -1
+  local last_seq, counted = 0, -1
   if prev then
     local sep = string.find(prev, ':', 1, true)
     last_seq = tonumber(string.sub(prev, 1, sep - 1))
-    last_bucket = tonumber(string.sub(prev, sep + 1))
+    counted = tonumber(string.sub(prev, sep + 1))
   end
   if seq <= last_seq then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
     return { 'stale', 0, requests, retries, denied, allowance_now, active, ratio_ppm, window_s, min_rps, mode }
   end
-  redis.call('HSET', cli_key, client_id, string.format('%d:%d', seq, cur))
-  if last_bucket ~= cur then
-    new_client_in_bucket = true
-    -- bounded clean-up of clients gone quiet, a couple per bucket change
+  if counted <= cur - BUCKETS then
+    count_client = true
+    counted = cur
+  end
+  redis.call('HSET', cli_key, client_id, string.format('%d:%d', seq, counted))
+  if count_client then
+    -- bounded clean-up of clients gone quiet, a couple each time a client is counted
     local sample = redis.call('HRANDFIELD', cli_key, 2, 'WITHVALUES')
     for i = 1, #sample, 2 do
       local v = sample[i + 1]
@@ -140,9 +146,9 @@ requests = requests + add_requests
 denied = denied + add_denied
 cq = cq + add_requests
 cd = cd + add_denied
-if new_client_in_bucket then
+if count_client then
   ca = ca + 1
-  if ca > active then active = ca end
+  active = active + 1
 end
 
 -- allowance = floor(ratio * requests) + floor_per_sec * window, in integers (ratio in ppm); split

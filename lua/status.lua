@@ -28,8 +28,7 @@ if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
       requests = requests + (tonumber(v[2]) or 0)
       retries = retries + (tonumber(v[3]) or 0)
       denied = denied + (tonumber(v[4]) or 0)
-      local a = tonumber(v[5]) or 0
-      if a > active then active = a end
+      active = active + (tonumber(v[5]) or 0)
     elseif stamp == cur - BUCKETS then
       requests = requests + math.floor((tonumber(v[2]) or 0) * inside_ms / bucket_ms)
       denied = denied + math.floor((tonumber(v[4]) or 0) * inside_ms / bucket_ms)

@@ -56,11 +56,7 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.fallbackPolicy = b.fallbackPolicy;
     this.fallbackSharesFloor = b.fallbackSharesFloor;
     this.millisClock = b.millisClock;
-    this.scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "retry-budget-timer");
-      t.setDaemon(true);
-      return t;
-    });
+    this.scheduler = io.retrybudget.internal.Schedulers.daemon("retry-budget-timer");
     if (!tryConnect()) {
       long delay = connectionOptions.reconnectDelayMax().toMillis();
       connectTask = scheduler.scheduleWithFixedDelay(this::connectInBackground, delay, delay, TimeUnit.MILLISECONDS);

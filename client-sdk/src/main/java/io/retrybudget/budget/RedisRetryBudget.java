@@ -68,7 +68,9 @@ final class RedisRetryBudget implements RetryBudget {
   private volatile long ratioPpm;
   private volatile int windowSeconds;
   private volatile int minRetriesPerSecond;
-  private volatile long activeClients = 1;
+  private volatile BudgetMode mode;
+  // 0 until Redis has said how many clients share the budget: no floor share before that
+  private volatile long activeClients;
 
   RedisRetryBudget(RedisBudgetClient client, BudgetConfig seed) {
     this.client = client;
@@ -83,6 +85,7 @@ final class RedisRetryBudget implements RetryBudget {
     this.ratioPpm = seed.ratioPpm();
     this.windowSeconds = seed.windowSeconds();
     this.minRetriesPerSecond = seed.minRetriesPerSecond();
+    this.mode = seed.mode();
     this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
     long interval = client.flushInterval().toMillis();
     this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval, interval, TimeUnit.MILLISECONDS);
@@ -216,6 +219,7 @@ final class RedisRetryBudget implements RetryBudget {
     ratioPpm = reply.ratioPpm();
     windowSeconds = reply.windowSeconds();
     minRetriesPerSecond = reply.minRetriesPerSecond();
+    mode = BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE;
     activeClients = Math.max(1, reply.activeClients());
     consecutiveFailures.set(0);
     degraded = false;
@@ -224,7 +228,12 @@ final class RedisRetryBudget implements RetryBudget {
   /** Timer task: sends pending counts; while degraded it is also the probe that ends degradation. */
   void flush(boolean evenIfIdle) {
     RedisBudgetStore store = client.store();
-    if (store == null || !flushInFlight.compareAndSet(false, true)) {
+    if (store == null) {
+      // never connected: keep the local window current so the fallback sees a window, not a backlog
+      recordOwn(clock.getAsLong(), pendingRequests.sumThenReset(), 0, pendingDenied.sumThenReset());
+      return;
+    }
+    if (!flushInFlight.compareAndSet(false, true)) {
       return;
     }
     try {
@@ -272,36 +281,50 @@ final class RedisRetryBudget implements RetryBudget {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pendingDenied.increment();
-    return BudgetDecision.DENIED_FALLBACK;
+    return mode == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_FALLBACK;
   }
 
   private BudgetDecision fallback(long now) {
-    switch (client.fallbackPolicy()) {
-      case ALLOW:
+    boolean granted = switch (client.fallbackPolicy()) {
+      case ALLOW -> {
         recordOwn(now, 0, 1, 0);
-        return BudgetDecision.GRANTED_FALLBACK;
-      case DENY:
-        pendingDenied.increment();
-        return BudgetDecision.DENIED_FALLBACK;
-      default:
-        if (now - lastExhaustedAt < bucketMillis()) {
-          // the fleet's budget was spent a moment ago: no local grant on top of it
-          pendingDenied.increment();
-          return BudgetDecision.DENIED_FALLBACK;
-        }
-        synchronized (ownCounts) {
-          long requests = ownCounts.requests(now) + pendingRequests.sum();
-          long floor = client.fallbackSharesFloor()
-              ? (long) minRetriesPerSecond * windowSeconds / Math.max(1, activeClients)
-              : 0;
-          long allowance = BudgetArithmetic.allowance(ratioPpm, requests, 0, 0) + floor;
-          if (BudgetArithmetic.admits(allowance, ownCounts.retries(now), 1)) {
-            ownCounts.add(now, 0, 1, 0);
-            return BudgetDecision.GRANTED_FALLBACK;
-          }
-        }
-        pendingDenied.increment();
-        return BudgetDecision.DENIED_FALLBACK;
+        yield true;
+      }
+      case DENY -> false;
+      case LOCAL -> tryLocalGrant(now);
+    };
+    if (granted) {
+      return BudgetDecision.GRANTED_FALLBACK;
+    }
+    pendingDenied.increment();
+    if (mode == BudgetMode.SHADOW) {
+      recordOwn(now, 0, 1, 0); // shadow never refuses, even from the fallback: it counts "would deny"
+      return BudgetDecision.GRANTED_SHADOW;
+    }
+    return BudgetDecision.DENIED_FALLBACK;
+  }
+
+  /**
+   * The LOCAL fallback: the budget's ratio over this client's own first attempts, plus its share of
+   * the fleet floor (floor over the clients Redis last counted; none before it has said), over this
+   * client's own window; nothing for one bucket after Redis said "exhausted".
+   */
+  private boolean tryLocalGrant(long now) {
+    if (now - lastExhaustedAt < bucketMillis()) {
+      return false;
+    }
+    synchronized (ownCounts) {
+      long requests = ownCounts.requests(now) + pendingRequests.sum();
+      long clients = activeClients;
+      long floor = client.fallbackSharesFloor() && clients > 0
+          ? (long) minRetriesPerSecond * (ownCounts.windowMillis() / 1000) / clients
+          : 0;
+      long allowance = BudgetArithmetic.allowance(ratioPpm, requests, 0, 0) + floor;
+      if (BudgetArithmetic.admits(allowance, ownCounts.retries(now), 1)) {
+        ownCounts.add(now, 0, 1, 0);
+        return true;
+      }
+      return false;
     }
   }
 

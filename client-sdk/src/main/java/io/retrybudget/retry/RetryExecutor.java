@@ -39,6 +39,8 @@ public final class RetryExecutor implements AutoCloseable {
   private final DoubleSupplier random;
   private final RetryListener listener;
   private final HedgePolicy hedging;
+  private final java.util.Set<AsyncCall<?>> liveCalls = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
 
   /** Sleeps on the caller's thread in {@link #call}; tests pass one that advances a fake clock. */
   @FunctionalInterface
@@ -51,11 +53,7 @@ public final class RetryExecutor implements AutoCloseable {
     this.planner = new RetryPlanner(b.policy);
     this.budget = b.budget;
     if (b.scheduler == null) {
-      this.ownedExecutor = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "retry-executor");
-        t.setDaemon(true);
-        return t;
-      });
+      this.ownedExecutor = io.retrybudget.internal.Schedulers.daemon("retry-executor");
       this.scheduler = RetryScheduler.of(ownedExecutor);
     } else {
       this.ownedExecutor = null;
@@ -124,6 +122,14 @@ public final class RetryExecutor implements AutoCloseable {
           listener.onBudgetDenied(decision);
           throw new RetryBudgetExhaustedException(budget.name(), decision, failure, value);
         }
+        if (!planner.fitsDeadline(nanoClock.getAsLong() - start, plan.delayNanos())) {
+          // the budget call took the time the sleep needed
+          listener.onOutcome(RetryPlanner.Stop.DEADLINE, attempt);
+          if (failure != null) {
+            throw asException(failure);
+          }
+          return value;
+        }
       }
       listener.onRetryScheduled(attempt + 1, plan.delayNanos(), failure);
       sleeper.sleepNanos(plan.delayNanos());
@@ -150,7 +156,13 @@ public final class RetryExecutor implements AutoCloseable {
       Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
     AsyncCall<T> call = new AsyncCall<>(Objects.requireNonNull(attempt, "attempt must not be null"),
         new AttemptContext(idempotencyKey));
-    call.startRound();
+    if (closed) {
+      call.result.completeExceptionally(new IllegalStateException("RetryExecutor is closed"));
+      return call.result;
+    }
+    liveCalls.add(call);
+    call.result.whenComplete((v, e) -> liveCalls.remove(call));
+    call.guard(call::startRound);
     return call.result;
   }
 
@@ -213,6 +225,27 @@ public final class RetryExecutor implements AutoCloseable {
       this.first = first;
     }
 
+    /**
+     * Runs a step of the call; whatever it throws (a user predicate or listener, a refused timer,
+     * a failing budget) ends the call with that failure instead of leaving it pending forever.
+     */
+    void guard(Runnable step) {
+      try {
+        step.run();
+      } catch (Throwable t) {
+        if (result.completeExceptionally(t)) {
+          stopEverything();
+        }
+      }
+    }
+
+    /** Ends the call because the executor closed. */
+    void abandon() {
+      if (result.completeExceptionally(new IllegalStateException("RetryExecutor closed while the call ran"))) {
+        stopEverything();
+      }
+    }
+
     void startRound() {
       int thisRound;
       synchronized (this) {
@@ -271,19 +304,19 @@ public final class RetryExecutor implements AutoCloseable {
       synchronized (this) {
         attempt.future = f;
         if (allowed != Long.MAX_VALUE) {
-          attempt.timeout = scheduler.schedule(() -> {
+          attempt.timeout = scheduler.schedule(() -> guard(() -> {
             if (settled.compareAndSet(false, true)) {
               f.cancel(true);
               onAttemptDone(attempt, null, new AttemptTimeoutException(java.time.Duration.ofNanos(allowed)));
             }
-          }, allowed);
+          }), allowed);
         }
       }
-      f.whenComplete((value, error) -> {
+      f.whenComplete((value, error) -> guard(() -> {
         if (settled.compareAndSet(false, true)) {
           onAttemptDone(attempt, value, unwrap(error));
         }
-      });
+      }));
       if (result.isDone()) {
         f.cancel(true); // the call ended while this attempt was being started
       }
@@ -300,7 +333,7 @@ public final class RetryExecutor implements AutoCloseable {
             || (!policy.idempotent() && !first.hasIdempotencyKey())) {
           return;
         }
-        hedgeTimer = scheduler.schedule(() -> hedgeDue(thisRound), hedging.delayNanos());
+        hedgeTimer = scheduler.schedule(() -> guard(() -> hedgeDue(thisRound)), hedging.delayNanos());
       }
     }
 
@@ -315,7 +348,7 @@ public final class RetryExecutor implements AutoCloseable {
         hedgeGranted(thisRound);
         return;
       }
-      budget.acquire().whenComplete((decision, error) -> {
+      budget.acquire().whenComplete((decision, error) -> guard(() -> {
         synchronized (this) {
           hedgeAsking = false;
         }
@@ -325,7 +358,7 @@ public final class RetryExecutor implements AutoCloseable {
           // no hedge: the attempts already running keep going
           listener.onHedgeDenied(decision != null ? decision : BudgetDecision.DENIED_FALLBACK);
         }
-      });
+      }));
     }
 
     void hedgeGranted(int thisRound) {
@@ -384,15 +417,23 @@ public final class RetryExecutor implements AutoCloseable {
         scheduleRetry(attempt.number, plan.delayNanos(), failure);
         return;
       }
-      budget.acquire().whenComplete((decision, error) -> {
+      budget.acquire().whenComplete((decision, error) -> guard(() -> {
         if (error != null || !decision.granted()) {
           BudgetDecision d = decision != null ? decision : BudgetDecision.DENIED_FALLBACK;
           listener.onBudgetDenied(d);
           result.completeExceptionally(new RetryBudgetExhaustedException(budget.name(), d, failure, value));
+        } else if (!planner.fitsDeadline(nanoClock.getAsLong() - start, plan.delayNanos())) {
+          // the budget call took the time the sleep needed
+          listener.onOutcome(RetryPlanner.Stop.DEADLINE, attempt.number);
+          if (failure != null) {
+            result.completeExceptionally(failure);
+          } else {
+            result.complete(value);
+          }
         } else {
           scheduleRetry(attempt.number, plan.delayNanos(), failure);
         }
-      });
+      }));
     }
 
     void scheduleRetry(int number, long delayNanos, Throwable failure) {
@@ -403,7 +444,7 @@ public final class RetryExecutor implements AutoCloseable {
         previousDelay = delayNanos;
       }
       listener.onRetryScheduled(number + 1, delayNanos, failure);
-      RetryScheduler.Cancellable timer = scheduler.schedule(this::startRound, delayNanos);
+      RetryScheduler.Cancellable timer = scheduler.schedule(() -> guard(this::startRound), delayNanos);
       synchronized (this) {
         backoffTimer = timer;
       }
@@ -445,9 +486,16 @@ public final class RetryExecutor implements AutoCloseable {
     return new RuntimeException(failure);
   }
 
-  /** Stops the executor's own scheduler thread, if it made one. Calls in flight are not waited for. */
+  /**
+   * Ends the asynchronous calls still running (their futures fail with IllegalStateException, their
+   * attempts are cancelled) and stops the executor's own scheduler thread, if it made one.
+   */
   @Override
   public void close() {
+    closed = true;
+    for (AsyncCall<?> call : liveCalls.toArray(new AsyncCall<?>[0])) {
+      call.abandon();
+    }
     if (ownedExecutor != null) {
       ownedExecutor.shutdownNow();
     }

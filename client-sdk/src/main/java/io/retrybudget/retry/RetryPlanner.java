@@ -62,17 +62,23 @@ public final class RetryPlanner {
     long delay = policy.backoff().delayNanos(attemptsMade - 1, previousDelayNanos, random);
     long left = policy.deadline() == null ? Long.MAX_VALUE : policy.deadline().toNanos() - elapsedNanos;
     if (asked != null) {
-      long askedNanos = asked.toNanos();
       // wait at least what the server asked; if that is beyond the cap or the time left, stop now
-      if (askedNanos > policy.backoff().cap().toNanos() || askedNanos >= left) {
+      // (compared as Durations first: a server may ask for more than a long of nanoseconds holds)
+      if (asked.compareTo(policy.backoff().cap()) > 0 || asked.toNanos() >= left) {
         return Plan.stop(Stop.SERVER_DELAY_TOO_LONG);
       }
+      long askedNanos = asked.toNanos();
       delay = Math.max(delay, askedNanos);
     }
     if (delay >= left) {
       return Plan.stop(Stop.DEADLINE); // never sleep past the deadline, nor start an attempt with no time
     }
     return Plan.retryAfter(delay);
+  }
+
+  /** Whether a retry planned now still fits the deadline after {@code delayNanos} (rechecked after the budget call). */
+  public boolean fitsDeadline(long elapsedNanos, long delayNanos) {
+    return policy.deadline() == null || delayNanos < policy.deadline().toNanos() - elapsedNanos;
   }
 
   /** Time the next attempt may take: the attempt timeout, cut to what the deadline leaves. */

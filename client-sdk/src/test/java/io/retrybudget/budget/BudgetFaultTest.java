@@ -107,10 +107,46 @@ class BudgetFaultTest {
         .callTimeout(CALL_TIMEOUT).build()) {
       RetryBudget b = late.budget(BudgetConfig.builder("late").build());
       assertTrue(b.isDegraded());
-      assertEquals(BudgetDecision.GRANTED_FALLBACK, b.tryAcquire(), "floor share of a lone client");
+      assertEquals(BudgetDecision.DENIED_FALLBACK, b.tryAcquire(), "no fleet size known yet: no floor share");
+      for (int i = 0; i < 20; i++) {
+        b.recordFirstAttempt();
+      }
+      assertEquals(BudgetDecision.GRANTED_FALLBACK, b.tryAcquire(), "10% of its own 20 first attempts");
       server.restart();
       Eventually.await("connected", Duration.ofSeconds(3), () -> !late.isDegraded() && !b.isDegraded()
           && b.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+    }
+  }
+
+  @Test
+  void aClientThatNeverReachedRedisKeepsAWindowNotABacklog() {
+    java.util.concurrent.atomic.AtomicLong millis = new java.util.concurrent.atomic.AtomicLong(1_000_000);
+    redis.server().kill();
+    try (RedisBudgetClient never = RedisBudgetClient.builder(redis.connectionOptions().build())
+        .callTimeout(CALL_TIMEOUT).millisClock(millis::get).build()) {
+      RedisRetryBudget b = (RedisRetryBudget) never.budget(BudgetConfig.builder("never").build());
+      for (int i = 0; i < 100_000; i++) {
+        b.recordFirstAttempt();
+      }
+      b.flush(false); // a timer tick without Redis
+      millis.addAndGet(60_000); // a minute later, no new traffic
+      int granted = 0;
+      for (int i = 0; i < 1000; i++) {
+        if (b.tryAcquire().granted()) {
+          granted++;
+        }
+      }
+      assertEquals(0, granted, "old first attempts have left the window");
+    }
+  }
+
+  @Test
+  void shadowModeNeverRefusesEvenFromTheFallback() throws Exception {
+    RetryBudget shadow = client.budget(BudgetConfig.builder("shadowed").minRetriesPerSecond(0).mode(BudgetMode.SHADOW).build());
+    shadow.acquire().toCompletableFuture().get(); // learns the mode from Redis
+    redis.server().kill();
+    for (int i = 0; i < 5; i++) {
+      assertEquals(BudgetDecision.GRANTED_SHADOW, shadow.tryAcquire());
     }
   }
 

@@ -284,6 +284,58 @@ class RetryExecutorTest {
   }
 
   @Test
+  void aThrowingPredicateEndsAnAsyncCallInsteadOfLeavingItPending() {
+    RetryPolicy p = policy().<String>retryOnResult(r -> {
+      throw new NullPointerException("bug in a predicate");
+    }).build();
+    CompletableFuture<String> f = executor(p).build().callAsync(() -> CompletableFuture.completedFuture("x"));
+    ExecutionException e = assertThrows(ExecutionException.class, f::get);
+    assertTrue(e.getCause() instanceof NullPointerException);
+  }
+
+  @Test
+  void aServerDelayTooLargeForNanosecondsEndsTheCall() throws Exception {
+    RetryPolicy p = policy().serverDelay((r, f) -> Duration.ofSeconds(10_000_000_000L)).build();
+    CompletableFuture<String> f = executor(p).build().callAsync(() -> CompletableFuture.failedFuture(new IOException("busy")));
+    ExecutionException e = assertThrows(ExecutionException.class, f::get);
+    assertTrue(e.getCause() instanceof IOException);
+  }
+
+  @Test
+  void closingTheExecutorEndsTheCallsStillRunning() {
+    RetryExecutor e = executor(policy().build()).build();
+    CompletableFuture<String> never = new CompletableFuture<>();
+    CompletableFuture<String> f = e.callAsync(() -> never);
+    e.close();
+    ExecutionException ex = assertThrows(ExecutionException.class, f::get);
+    assertTrue(ex.getCause() instanceof IllegalStateException);
+    assertTrue(never.isCancelled());
+    assertTrue(e.callAsync(() -> CompletableFuture.completedFuture("late")).isCompletedExceptionally());
+  }
+
+  @Test
+  void aSlowBudgetCallCannotPushTheSleepPastTheDeadline() {
+    // a budget whose answer takes 80 ms of the call's 120 ms
+    io.retrybudget.budget.RetryBudget slow = new io.retrybudget.budget.RetryBudget() {
+      public String name() { return "slow"; }
+      public void recordFirstAttempt() { }
+      public BudgetDecision tryAcquire() {
+        time.advance(80 * MS);
+        return BudgetDecision.GRANTED;
+      }
+      public java.util.concurrent.CompletionStage<BudgetDecision> acquire() {
+        return CompletableFuture.completedFuture(tryAcquire());
+      }
+      public void close() { }
+    };
+    RetryPolicy p = policy().deadline(Duration.ofMillis(120)).build();
+    AtomicInteger calls = new AtomicInteger();
+    assertThrows(IOException.class, () -> executor(p).budget(slow).build().call(failing(calls, new IOException("down"))));
+    assertEquals(1, calls.get());
+    assertEquals(List.of(), time.sleeps, "50 ms of sleep no longer fit in the 40 ms left");
+  }
+
+  @Test
   void policyValidationNamesTheField() {
     assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(0));
     assertMessage("maxAttempts", () -> RetryPolicy.builder().maxAttempts(101));

@@ -22,6 +22,7 @@ final class BudgetGauges {
   private final List<Row> rows = new ArrayList<>();
   private volatile double redisUp;
   private volatile double budgetCount;
+  private boolean refreshing; // event loop only
 
   private record Row(MultiGauge gauge, ToDoubleFunction<BudgetStatus> value) {}
 
@@ -47,15 +48,20 @@ final class BudgetGauges {
     rows.add(new Row(MultiGauge.builder(name).description(description).register(registry), value));
   }
 
-  /** One refresh; call from a Vert.x timer. */
+  /** One refresh; call from a Vert.x timer (event loop). Skipped while the previous one runs. */
   void refresh() {
+    budgets.ping().onComplete(p -> redisUp = p.succeeded() ? 1 : 0);
+    if (refreshing) {
+      return;
+    }
+    refreshing = true;
     budgets.list(maxBudgets).onComplete(r -> {
+      refreshing = false;
       if (r.failed()) {
-        redisUp = 0;
+        // a slow listing (many keys to scan) keeps the last values; redis.up comes from PING
         LOG.log(Level.FINE, "gauge refresh failed", r.cause());
         return;
       }
-      redisUp = 1;
       List<BudgetStatus> statuses = r.result();
       budgetCount = statuses.size();
       for (Row row : rows) {

@@ -1,5 +1,8 @@
 package io.retrybudget.coordinator;
 
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.retrybudget.budget.redis.RedisBudgetStore;
@@ -64,6 +67,16 @@ public final class Coordinator implements AutoCloseable {
       }
       store = RedisBudgetStore.connect(redis);
       PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      // histogram buckets for the HTTP server's response times, so dashboards can take p99s
+      registry.config().meterFilter(new MeterFilter() {
+        @Override
+        public DistributionStatisticConfig configure(Meter.Id id, DistributionStatisticConfig config) {
+          if (id.getName().startsWith("vertx.http.server.response.time")) {
+            return DistributionStatisticConfig.builder().percentilesHistogram(true).build().merge(config);
+          }
+          return config;
+        }
+      });
       vertx = Vertx.builder()
           .with(new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
           .withMetrics(new MicrometerMetricsFactory(registry))

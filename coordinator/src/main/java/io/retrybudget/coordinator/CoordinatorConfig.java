@@ -32,6 +32,9 @@ public record CoordinatorConfig(
     int fileCheckMillis) {
 
   public static final int DEFAULT_PORT = 8080;
+  /** Every environment variable the coordinator reads. */
+  public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
+      "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
 
   public boolean hasRedis() {

@@ -123,6 +123,16 @@ public final class RedisBudgetStore implements AutoCloseable {
   /** Runs a script by SHA; on NOSCRIPT sends its text once, which also caches it again. */
   public CompletableFuture<List<Object>> run(LuaScript script, String[] keyNames, String... args) {
     CompletableFuture<List<Object>> result = new CompletableFuture<>();
+    try {
+      dispatch(script, keyNames, args, result);
+    } catch (RuntimeException e) {
+      // a closed connection or client throws at dispatch: fail the future, never the caller
+      result.completeExceptionally(e);
+    }
+    return result;
+  }
+
+  private void dispatch(LuaScript script, String[] keyNames, String[] args, CompletableFuture<List<Object>> result) {
     scripting.<List<Object>>evalsha(script.sha1(), ScriptOutputType.MULTI, keyNames, args)
         .whenComplete((reply, error) -> {
           if (error == null) {
@@ -140,7 +150,6 @@ public final class RedisBudgetStore implements AutoCloseable {
             result.completeExceptionally(unwrap(error));
           }
         });
-    return result;
   }
 
   /** Whether a key exists. */
@@ -163,13 +172,16 @@ public final class RedisBudgetStore implements AutoCloseable {
   public CompletableFuture<List<String>> scanBudgetNames(int limit) {
     java.util.TreeSet<String> names = new java.util.TreeSet<>();
     CompletableFuture<List<String>> result = new CompletableFuture<>();
-    ScanArgs args = ScanArgs.Builder.matches(BudgetKeys.PREFIX + "{*").limit(500);
+    ScanArgs args = ScanArgs.Builder.matches(BudgetKeys.PREFIX + "{*").limit(1000);
     scanStep(ScanCursor.INITIAL, args, names, limit, result);
     return result;
   }
 
   private void scanStep(ScanCursor cursor, ScanArgs args, java.util.TreeSet<String> names, int limit,
       CompletableFuture<List<String>> result) {
+    if (result.isDone()) {
+      return; // the caller gave up (timeout): don't keep a Redis core busy for nobody
+    }
     keys.scan(cursor, args).whenComplete((KeyScanCursor<String> page, Throwable error) -> {
       if (error != null) {
         result.completeExceptionally(unwrap(error));
