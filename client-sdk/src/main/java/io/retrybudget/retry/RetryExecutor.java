@@ -92,7 +92,9 @@ public final class RetryExecutor implements AutoCloseable {
   public <T> T call(String idempotencyKey, AttemptFunction<T> function) throws Exception {
     Objects.requireNonNull(function, "attempt must not be null");
     AttemptContext context = new AttemptContext(idempotencyKey);
-    long start = nanoClock.getAsLong();
+    // the clock is read only where a deadline needs it: a successful call pays for no clock read
+    boolean timed = policy.deadline() != null;
+    long start = timed ? nanoClock.getAsLong() : 0;
     long previousDelay = 0;
     for (int attempt = 1; ; attempt++) {
       if (attempt == 1 && budget != null) {
@@ -107,8 +109,12 @@ public final class RetryExecutor implements AutoCloseable {
       } catch (Throwable t) {
         failure = t;
       }
-      RetryPlanner.Plan plan = planner.next(attempt, previousDelay, nanoClock.getAsLong() - start, value, failure,
-          context.hasIdempotencyKey(), random.getAsDouble());
+      if (failure == null && !policy.shouldRetryResult(value)) {
+        listener.onOutcome(RetryPlanner.Stop.SUCCESS, attempt); // the common case: no clock, no random draw
+        return value;
+      }
+      RetryPlanner.Plan plan = planner.next(attempt, previousDelay, timed ? nanoClock.getAsLong() - start : 0, value,
+          failure, context.hasIdempotencyKey(), random.getAsDouble());
       if (!plan.retry()) {
         listener.onOutcome(plan.stop(), attempt);
         if (failure != null) {
@@ -122,7 +128,7 @@ public final class RetryExecutor implements AutoCloseable {
           listener.onBudgetDenied(decision);
           throw new RetryBudgetExhaustedException(budget.name(), decision, failure, value);
         }
-        if (!planner.fitsDeadline(nanoClock.getAsLong() - start, plan.delayNanos())) {
+        if (timed && !planner.fitsDeadline(nanoClock.getAsLong() - start, plan.delayNanos())) {
           // the budget call took the time the sleep needed
           listener.onOutcome(RetryPlanner.Stop.DEADLINE, attempt);
           if (failure != null) {

@@ -14,10 +14,10 @@ import java.util.Map;
  *                                    "min_retries_per_second": 10, "mode": "enforce"}}}</pre>
  * Validated like a PUT body; a bad file stops the coordinator at start with the budget and field.
  */
-final class BudgetsFile {
+public final class BudgetsFile {
   private BudgetsFile() {}
 
-  static Map<String, ConfigUpdate> read(Path file) throws IOException {
+  public static Map<String, ConfigUpdate> read(Path file) throws IOException {
     JsonObject root;
     try {
       root = RequestParser.object(Buffer.buffer(Files.readAllBytes(file)));

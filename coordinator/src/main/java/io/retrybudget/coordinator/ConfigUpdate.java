@@ -1,7 +1,7 @@
 package io.retrybudget.coordinator;
 
 /** Fields of a PUT (or a budgets-file entry); null means "keep what is stored". */
-record ConfigUpdate(Long ratioPpm, Integer windowSeconds, Integer minRetriesPerSecond, String mode) {
+public record ConfigUpdate(Long ratioPpm, Integer windowSeconds, Integer minRetriesPerSecond, String mode) {
 
   /** The arguments configure.lua takes: the values, '' for "keep". */
   String[] scriptArgs() {
