@@ -42,6 +42,22 @@ public final class RedisBinary {
     }
   }
 
+  /**
+   * Whether a binary can be had without Docker: an override, one on PATH, or the embedded one for
+   * this platform. {@code REDIS_TEST_BACKEND=docker} says no, to force Testcontainers.
+   */
+  public static boolean available() {
+    if ("docker".equals(System.getenv("REDIS_TEST_BACKEND"))) {
+      return false;
+    }
+    try {
+      path();
+      return true;
+    } catch (IllegalStateException noBinary) {
+      return false;
+    }
+  }
+
   private static Path resolve() {
     String override = System.getenv("REDIS_SERVER_BINARY");
     if (override != null && !override.isBlank()) {

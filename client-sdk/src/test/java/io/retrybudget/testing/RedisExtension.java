@@ -8,9 +8,11 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * JUnit 5 extension: a real Redis per test class. Standalone from {@link RedisBinary} on a free
- * loopback port (or {@code TEST_REDIS_URL} when set, without fault injection), or a real 3-master
- * Cluster of separate processes.
+ * JUnit 5 extension: a real Redis per test class. Standalone: {@code TEST_REDIS_URL} when set;
+ * else a process of {@link RedisBinary} on a free loopback port; else, where no binary fits the
+ * platform (or {@code REDIS_TEST_BACKEND=docker}) and a Docker engine runs, a Testcontainers Redis.
+ * Fault injection needs the process (other tests skip it). Cluster: a real 3-master Redis Cluster
+ * of separate processes.
  *
  * <pre>{@code @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();}</pre>
  */
@@ -19,6 +21,7 @@ public final class RedisExtension implements BeforeAllCallback, AfterAllCallback
   private RedisServerProcess server;
   private RedisClusterProcesses clusterProcesses;
   private String externalUri;
+  private RedisContainer container;
 
   private RedisExtension(boolean cluster) {
     this.cluster = cluster;
@@ -41,8 +44,14 @@ public final class RedisExtension implements BeforeAllCallback, AfterAllCallback
     String external = System.getenv("TEST_REDIS_URL");
     if (external != null && !external.isBlank()) {
       externalUri = external;
-    } else {
+    } else if (RedisBinary.available()) {
       server = RedisServerProcess.start();
+    } else if (RedisContainer.dockerAvailable()) {
+      container = RedisContainer.start();
+      externalUri = container.uri();
+    } else {
+      throw new IllegalStateException("no Redis for the tests: no redis-server on PATH, no embedded binary for "
+          + System.getProperty("os.name") + "/" + System.getProperty("os.arch") + ", no Docker engine; set TEST_REDIS_URL");
     }
   }
 
@@ -50,6 +59,9 @@ public final class RedisExtension implements BeforeAllCallback, AfterAllCallback
   public void afterAll(ExtensionContext context) {
     if (server != null) {
       server.close();
+    }
+    if (container != null) {
+      container.close();
     }
     if (clusterProcesses != null) {
       clusterProcesses.close();
