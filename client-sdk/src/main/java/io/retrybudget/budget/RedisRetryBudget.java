@@ -307,10 +307,12 @@ final class RedisRetryBudget implements RetryBudget {
   /**
    * The LOCAL fallback: the budget's ratio over this client's own first attempts, plus its share of
    * the fleet floor (floor over the clients Redis last counted; none before it has said), over this
-   * client's own window; nothing for one bucket after Redis said "exhausted".
+   * client's own window; nothing within one window after Redis said "exhausted".
    */
   private boolean tryLocalGrant(long now) {
-    if (now - lastExhaustedAt < bucketMillis()) {
+    if (now - lastExhaustedAt < ownCounts.windowMillis()) {
+      // Redis said "exhausted" less than a window ago: this client's share of the fleet budget is
+      // spent too, whatever its own counts say (Redis's grants went to other clients as well)
       return false;
     }
     synchronized (ownCounts) {
