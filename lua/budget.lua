@@ -40,10 +40,12 @@ if want == nil or want < need then return redis.error_reply('ERR invalid want') 
 -- Configuration beside the counters is authoritative; a client only seeds what is missing.
 local cfg = redis.call('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode')
 local seed_names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode' }
+local seeded = false
 for i = 1, 4 do
   if not cfg[i] then
     redis.call('HSETNX', cfg_key, seed_names[i], ARGV[6 + i])
     cfg[i] = ARGV[6 + i]
+    seeded = true
   end
 end
 local ratio_ppm = tonumber(cfg[1])
@@ -82,6 +84,7 @@ local fresh = tonumber(w[1]) ~= bucket_ms
 
 local requests, retries, denied, active = 0, 0, 0, 0
 local cq, cg, cd, ca, cl = 0, 0, 0, 0, 0
+local live = false -- the current bucket already holds data (so the keys' TTLs were set in it)
 if not fresh then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
@@ -92,7 +95,10 @@ if not fresh then
       retries = retries + g
       denied = denied + d
       active = active + a
-      if i == slot and stamp == cur then cq, cg, cd, ca, cl = q, g, d, a, tonumber(w[b + 5]) or 0 end
+      if i == slot and stamp == cur then
+        cq, cg, cd, ca, cl = q, g, d, a, tonumber(w[b + 5]) or 0
+        live = true
+      end
     elseif stamp == cur - BUCKETS then
       -- the leaving bucket: first attempts and denials by the share still inside, rounded down;
       -- grants in full while its last grant is less than one window old (the safe side)
@@ -138,8 +144,9 @@ if client_id ~= '' then
       local seen = sep and tonumber(string.sub(v, sep + 1)) or 0
       if seen < cur - CLIENT_TTL_WINDOWS * BUCKETS then redis.call('HDEL', cli_key, sample[i]) end
     end
+    -- once per window per client is enough to keep the table alive for 6 windows
+    redis.call('PEXPIRE', cli_key, window_s * 1000 * CLIENT_TTL_WINDOWS)
   end
-  redis.call('PEXPIRE', cli_key, window_s * 1000 * CLIENT_TTL_WINDOWS)
 end
 
 requests = requests + add_requests
@@ -181,7 +188,11 @@ if granted > 0 then cl = now_ms end
 
 redis.call('HSET', win_key, 'bms', bucket_ms, 't' .. slot, cur, 'q' .. slot, cq, 'g' .. slot, cg, 'd' .. slot, cd,
     'a' .. slot, ca, 'l' .. slot, cl)
-redis.call('PEXPIRE', win_key, window_s * 1000 * 2)
-redis.call('PEXPIRE', cfg_key, CONFIG_TTL_MS)
+-- TTLs are refreshed when a bucket starts (or the config is seeded): at least every window / 10,
+-- far more often than they can run out, and not on every call
+if not live or seeded then
+  redis.call('PEXPIRE', win_key, window_s * 1000 * 2)
+  redis.call('PEXPIRE', cfg_key, CONFIG_TTL_MS)
+end
 
 return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode }

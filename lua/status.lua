@@ -6,7 +6,6 @@ local BUCKETS = 10
 local RING = 11
 local cfg_key, win_key = KEYS[1], KEYS[2]
 
-local exists = redis.call('EXISTS', cfg_key) + redis.call('EXISTS', win_key)
 local cfg = redis.call('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode')
 local ratio_ppm = tonumber(cfg[1]) or tonumber(ARGV[1])
 local window_s = tonumber(cfg[2]) or tonumber(ARGV[2])
@@ -19,21 +18,35 @@ local bucket_ms = window_s * 1000 / BUCKETS
 local cur = math.floor(now_ms / bucket_ms)
 local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
+local FIELDS = 6
+local fields = { 'bms' }
+for i = 0, RING - 1 do
+  local n = #fields
+  fields[n + 1] = 't' .. i
+  fields[n + 2] = 'q' .. i
+  fields[n + 3] = 'g' .. i
+  fields[n + 4] = 'd' .. i
+  fields[n + 5] = 'a' .. i
+  fields[n + 6] = 'l' .. i
+end
+local w = redis.call('HMGET', win_key, unpack(fields)) -- one read of the whole ring
+local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (w[1] and 1 or 0)
+
 local requests, retries, denied, active = 0, 0, 0, 0
-if tonumber(redis.call('HGET', win_key, 'bms')) == bucket_ms then
+if tonumber(w[1]) == bucket_ms then
   for i = 0, RING - 1 do
-    local v = redis.call('HMGET', win_key, 't' .. i, 'q' .. i, 'g' .. i, 'd' .. i, 'a' .. i, 'l' .. i)
-    local stamp = tonumber(v[1])
+    local b = 2 + i * FIELDS
+    local stamp = tonumber(w[b])
     if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
-      requests = requests + (tonumber(v[2]) or 0)
-      retries = retries + (tonumber(v[3]) or 0)
-      denied = denied + (tonumber(v[4]) or 0)
-      active = active + (tonumber(v[5]) or 0)
+      requests = requests + (tonumber(w[b + 1]) or 0)
+      retries = retries + (tonumber(w[b + 2]) or 0)
+      denied = denied + (tonumber(w[b + 3]) or 0)
+      active = active + (tonumber(w[b + 4]) or 0)
     elseif stamp == cur - BUCKETS then
-      requests = requests + math.floor((tonumber(v[2]) or 0) * inside_ms / bucket_ms)
-      denied = denied + math.floor((tonumber(v[4]) or 0) * inside_ms / bucket_ms)
-      if (tonumber(v[6]) or 0) > now_ms - window_s * 1000 then
-        retries = retries + (tonumber(v[3]) or 0)
+      requests = requests + math.floor((tonumber(w[b + 1]) or 0) * inside_ms / bucket_ms)
+      denied = denied + math.floor((tonumber(w[b + 3]) or 0) * inside_ms / bucket_ms)
+      if (tonumber(w[b + 5]) or 0) > now_ms - window_s * 1000 then
+        retries = retries + (tonumber(w[b + 2]) or 0)
       end
     end
   end

@@ -147,10 +147,15 @@ final class RedisRetryBudget implements RetryBudget {
     });
   }
 
+  /** A reply that came after the caller was answered: keep its permit, or its "exhausted". */
   private void keepLatePermit(BudgetReply late) {
     if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
       latePermitsUntil = clock.getAsLong() + bucketMillis();
       latePermits.incrementAndGet();
+    } else if (BudgetReply.DENIED.equals(late.status())) {
+      long now = clock.getAsLong();
+      lastExhaustedAt = now;
+      exhaustedUntil = now + exhaustedCacheMillis;
     }
   }
 
@@ -170,6 +175,9 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   private BudgetDecision decide(BudgetReply reply) {
+    if (!BudgetReply.STALE.equals(reply.status())) {
+      healthy();
+    }
     switch (reply.status()) {
       case BudgetReply.GRANTED:
         recordOwn(0, 1, 0);
@@ -221,6 +229,10 @@ final class RedisRetryBudget implements RetryBudget {
     minRetriesPerSecond = reply.minRetriesPerSecond();
     mode = BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE;
     activeClients = Math.max(1, reply.activeClients());
+  }
+
+  /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */
+  private void healthy() {
     consecutiveFailures.set(0);
     degraded = false;
   }
@@ -246,6 +258,8 @@ final class RedisRetryBudget implements RetryBudget {
           .whenComplete((reply, error) -> {
             if (error != null || BudgetReply.STALE.equals(reply.status())) {
               onFailure(error);
+            } else {
+              healthy();
             }
             flushInFlight.set(false);
           });

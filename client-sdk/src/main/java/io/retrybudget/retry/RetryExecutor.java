@@ -77,7 +77,7 @@ public final class RetryExecutor implements AutoCloseable {
   /** Runs {@code callable} with retries on this thread; returns its result or throws its last failure. */
   public <T> T call(Callable<T> callable) throws Exception {
     Objects.requireNonNull(callable, "callable must not be null");
-    return call(null, context -> callable.call());
+    return run(null, null, callable); // no adapter: the success path allocates nothing
   }
 
   /** As {@link #call(Callable)}, telling each attempt its number and the call's idempotency key. */
@@ -91,7 +91,12 @@ public final class RetryExecutor implements AutoCloseable {
    */
   public <T> T call(String idempotencyKey, AttemptFunction<T> function) throws Exception {
     Objects.requireNonNull(function, "attempt must not be null");
-    AttemptContext context = new AttemptContext(idempotencyKey);
+    return run(idempotencyKey, function, null);
+  }
+
+  /** The synchronous loop, for an attempt function (with a context) or a plain callable (without). */
+  private <T> T run(String idempotencyKey, AttemptFunction<T> function, Callable<T> callable) throws Exception {
+    AttemptContext context = function != null ? new AttemptContext(idempotencyKey) : null;
     // the clock is read only where a deadline needs it: a successful call pays for no clock read
     boolean timed = policy.deadline() != null;
     long start = timed ? nanoClock.getAsLong() : 0;
@@ -100,12 +105,14 @@ public final class RetryExecutor implements AutoCloseable {
       if (attempt == 1 && budget != null) {
         budget.recordFirstAttempt();
       }
-      context.startAttempt(attempt);
+      if (context != null) {
+        context.startAttempt(attempt);
+      }
       listener.onAttempt(attempt);
       T value = null;
       Throwable failure = null;
       try {
-        value = function.apply(context);
+        value = context != null ? function.apply(context) : callable.call();
       } catch (Throwable t) {
         failure = t;
       }
@@ -114,7 +121,7 @@ public final class RetryExecutor implements AutoCloseable {
         return value;
       }
       RetryPlanner.Plan plan = planner.next(attempt, previousDelay, timed ? nanoClock.getAsLong() - start : 0, value,
-          failure, context.hasIdempotencyKey(), random.getAsDouble());
+          failure, context != null && context.hasIdempotencyKey(), random.getAsDouble());
       if (!plan.retry()) {
         listener.onOutcome(plan.stop(), attempt);
         if (failure != null) {
