@@ -20,6 +20,10 @@ public final class HedgePolicy {
   private final int maxHedges;
   private final long minSamples;
   private final LatencyEstimator estimator;
+  private final LongSupplier nanoClock;
+  private static final long REFRESH_NANOS = 50_000_000L;
+  private volatile long cachedDelay = -1;
+  private volatile long computedAt;
 
   private HedgePolicy(Builder b) {
     this.fixedDelay = b.fixedDelay;
@@ -29,6 +33,7 @@ public final class HedgePolicy {
     this.maxHedges = b.maxHedges;
     this.minSamples = b.minSamples;
     this.estimator = fixedDelay == null ? new LatencyEstimator(b.memory, b.nanoClock) : null;
+    this.nanoClock = b.nanoClock;
   }
 
   /** Hedge after a fixed delay. */
@@ -71,8 +76,14 @@ public final class HedgePolicy {
     if (estimator == null) {
       return fixedDelay.toNanos();
     }
-    long q = estimator.quantileNanos(percentile, minSamples);
-    return Math.max(minDelay.toNanos(), q < 0 ? initialDelay.toNanos() : q);
+    // the percentile is recomputed at most every REFRESH_NANOS, not on every call
+    long now = nanoClock.getAsLong();
+    if (now - computedAt >= REFRESH_NANOS || cachedDelay < 0) {
+      long q = estimator.quantileNanos(percentile, minSamples);
+      cachedDelay = Math.max(minDelay.toNanos(), q < 0 ? initialDelay.toNanos() : q);
+      computedAt = now;
+    }
+    return cachedDelay;
   }
 
   /** Teaches an adaptive policy one attempt's latency (successful attempts only). */

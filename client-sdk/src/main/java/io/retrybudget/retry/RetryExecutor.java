@@ -404,6 +404,11 @@ public final class RetryExecutor implements AutoCloseable {
         }
         if (plan.stop() == RetryPlanner.Stop.SUCCESS && hedging != null) {
           hedging.recordLatency(now - attempt.startedNanos);
+          // the attempts it beat took at least this long: without them the estimate forgets the
+          // slow tail that hedging cuts off, and hedges ever earlier
+          for (Attempt loser : running) {
+            hedging.recordLatency(now - loser.startedNanos);
+          }
         }
         roundOver = true;
         losers = new java.util.ArrayList<>(running);

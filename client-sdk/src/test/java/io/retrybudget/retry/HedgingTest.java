@@ -198,12 +198,28 @@ class HedgingTest {
   }
 
   @Test
+  void theAttemptsAWinnerBeatTeachTheAdaptiveDelayToo() throws Exception {
+    HedgePolicy adaptive = HedgePolicy.adaptive(0.9, Duration.ofMillis(20)).minSamples(1).nanoClock(time::nanos).build();
+    CompletableFuture<String> call = start(executor(policy(2), adaptive).build());
+    time.advance(20 * MS);
+    assertEquals(2, attempts.size());
+    time.advance(2 * MS);
+    attempts.get(1).complete("hedge"); // the hedge answered after 2 ms; the primary had run 22 ms
+    assertEquals("hedge", call.get());
+    time.advance(50 * MS);
+    long median = adaptive.delayNanos();
+    assertTrue(median >= 20 * MS, "the beaten primary's 22 ms counts, not only the winner's 2 ms: " + median);
+  }
+
+  @Test
   void adaptiveDelayFollowsThePercentileOfRecentLatency() {
     HedgePolicy adaptive = HedgePolicy.adaptive(0.95, Duration.ofMillis(50)).minSamples(100).nanoClock(time::nanos).build();
     assertEquals(50 * MS, adaptive.delayNanos(), "initial delay until enough is known");
     for (int i = 1; i <= 1000; i++) {
       adaptive.recordLatency(i * MS / 100); // 0.01 ms .. 10 ms, uniform
     }
+    assertEquals(50 * MS, adaptive.delayNanos(), "recomputed at most every 50 ms");
+    time.advance(50 * MS);
     long p95 = adaptive.delayNanos();
     assertTrue(p95 >= 9_500_000 && p95 <= 9_500_000 * 1.13, "p95 " + p95);
   }
