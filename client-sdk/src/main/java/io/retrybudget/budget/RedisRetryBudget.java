@@ -43,6 +43,8 @@ final class RedisRetryBudget implements RetryBudget {
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final String[] keys;
+  // the seed configuration as the script takes it, formatted once
+  private final String[] seedArgs;
   private final String clientId;
   private final LongSupplier clock;
   private final long callTimeoutMillis;
@@ -77,6 +79,8 @@ final class RedisRetryBudget implements RetryBudget {
     this.seed = seed;
     BudgetKeys k = new BudgetKeys(seed.name());
     this.keys = new String[] {k.config(), k.window(), k.clients()};
+    this.seedArgs = new String[] {Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
+        Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName()};
     this.clientId = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
     this.clock = client.millisClock();
     this.callTimeoutMillis = client.callTimeout().toMillis();
@@ -211,8 +215,7 @@ final class RedisRetryBudget implements RetryBudget {
       raw = store.run(LuaScript.BUDGET, keys,
           clientId, Long.toString(sequence.incrementAndGet()), Long.toString(requests), Long.toString(denied),
           needArg, needArg,
-          Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
-          Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName());
+          seedArgs[0], seedArgs[1], seedArgs[2], seedArgs[3]);
     }
     return raw.thenApply(list -> {
       BudgetReply reply = BudgetReply.parse(list);

@@ -14,10 +14,6 @@ public final class AttemptContext {
   private final int replica;
   private volatile String idempotencyKey;
 
-  AttemptContext() {
-    this(null);
-  }
-
   /** A call's first context, carrying the caller's own key (or null). */
   AttemptContext(String idempotencyKey) {
     this.call = null;

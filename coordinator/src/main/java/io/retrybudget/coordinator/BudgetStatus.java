@@ -1,5 +1,7 @@
 package io.retrybudget.coordinator;
 
+import static io.retrybudget.budget.redis.BudgetReply.asLong;
+
 import io.vertx.core.json.JsonObject;
 import java.util.List;
 
@@ -55,9 +57,5 @@ record BudgetStatus(
         .put("remaining", remaining())
         .put("exhausted", exhausted())
         .put("active_clients", activeClients);
-  }
-
-  private static long asLong(Object o) {
-    return o instanceof Number n ? n.longValue() : Long.parseLong(String.valueOf(o));
   }
 }

@@ -43,7 +43,8 @@ public record BudgetReply(
         String.valueOf(reply.get(10)));
   }
 
-  static long asLong(Object value) {
+  /** A script reply element as a long: Redis integers arrive as Long, strings are parsed. */
+  public static long asLong(Object value) {
     if (value instanceof Number n) {
       return n.longValue();
     }
