@@ -1,8 +1,8 @@
 -- budget.lua: count first attempts and local refusals, and decide on extra-attempt permits, in
 -- one atomic step. Documented in lua/README.md (KEYS, ARGV, reply).
 --
--- Bounded work per call: one HMGET of the 10-bucket ring, one HSET of the current bucket, a few
--- small commands. No loops over individual requests, no sorted-set logs.
+-- Bounded work per call: one GET of the ring, one SETRANGE of the current bucket, a few small
+-- commands. No loops over individual requests, no sorted-set logs.
 
 -- Redis 6.2 replicates scripts verbatim unless told otherwise, and then refuses writes after TIME.
 -- On 7.x effects replication is the only mode and this call is a no-op.
@@ -67,20 +67,18 @@ local slot = cur % RING
 local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
 local window_ms = window_s * 1000
-local FIELDS = 6 -- per bucket: t stamp, q first attempts, g grants, d denied, a clients, l last grant ms
-local fields = { 'bms' }
-for i = 0, RING - 1 do
-  local n = #fields
-  fields[n + 1] = 't' .. i
-  fields[n + 2] = 'q' .. i
-  fields[n + 3] = 'g' .. i
-  fields[n + 4] = 'd' .. i
-  fields[n + 5] = 'a' .. i
-  fields[n + 6] = 'l' .. i
-end
-local w = redis.call('HMGET', win_key, unpack(fields))
+-- The ring is one string: the bucket length in ms, then 11 slots of six little-endian 64-bit
+-- integers (t bucket number, q first attempts, g grants, d denied, a clients, l last grant ms).
+-- One GET and one C-level unpack read it; one SETRANGE writes the current slot. (Layout 1 kept a
+-- hash of 67 fields, and looking them up cost most of a call.)
+local FIELDS = 6
+local SLOT_BYTES = 48
+local RING_FMT = '<' .. string.rep('i8', 1 + RING * FIELDS)
+local raw = redis.call('GET', win_key)
+local w
+if raw and #raw == 8 + RING * SLOT_BYTES then w = { struct.unpack(RING_FMT, raw) } end
 -- A changed window length makes the stored bucket numbers meaningless: start over.
-local fresh = tonumber(w[1]) ~= bucket_ms
+local fresh = w == nil or w[1] ~= bucket_ms
 
 local requests, retries, denied, active = 0, 0, 0, 0
 local cq, cg, cd, ca, cl = 0, 0, 0, 0, 0
@@ -88,24 +86,24 @@ local live = false -- the current bucket already holds data (so the keys' TTLs w
 if not fresh then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
-    local stamp = tonumber(w[b])
-    if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
-      local q, g, d, a = tonumber(w[b + 1]) or 0, tonumber(w[b + 2]) or 0, tonumber(w[b + 3]) or 0, tonumber(w[b + 4]) or 0
+    local stamp = w[b]
+    if stamp > cur - BUCKETS and stamp <= cur then
+      local q, g, d, a = w[b + 1], w[b + 2], w[b + 3], w[b + 4]
       requests = requests + q
       retries = retries + g
       denied = denied + d
       active = active + a
       if i == slot and stamp == cur then
-        cq, cg, cd, ca, cl = q, g, d, a, tonumber(w[b + 5]) or 0
+        cq, cg, cd, ca, cl = q, g, d, a, w[b + 5]
         live = true
       end
     elseif stamp == cur - BUCKETS then
       -- the leaving bucket: first attempts and denials by the share still inside, rounded down;
       -- grants in full while its last grant is less than one window old (the safe side)
-      requests = requests + math.floor((tonumber(w[b + 1]) or 0) * inside_ms / bucket_ms)
-      denied = denied + math.floor((tonumber(w[b + 3]) or 0) * inside_ms / bucket_ms)
-      if (tonumber(w[b + 5]) or 0) > now_ms - window_ms then
-        retries = retries + (tonumber(w[b + 2]) or 0)
+      requests = requests + math.floor(w[b + 1] * inside_ms / bucket_ms)
+      denied = denied + math.floor(w[b + 3] * inside_ms / bucket_ms)
+      if w[b + 5] > now_ms - window_ms then
+        retries = retries + w[b + 2]
       end
     end
   end
@@ -186,8 +184,14 @@ retries = retries + granted
 cg = cg + granted
 if granted > 0 then cl = now_ms end
 
-redis.call('HSET', win_key, 'bms', bucket_ms, 't' .. slot, cur, 'q' .. slot, cq, 'g' .. slot, cg, 'd' .. slot, cd,
-    'a' .. slot, ca, 'l' .. slot, cl)
+local bucket = struct.pack('<i8i8i8i8i8i8', cur, cq, cg, cd, ca, cl)
+if fresh then
+  -- new or re-windowed: every other slot starts empty (bucket number 0 is never in the window)
+  redis.call('SET', win_key, struct.pack('<i8', bucket_ms) .. string.rep('\0', SLOT_BYTES * slot) .. bucket
+      .. string.rep('\0', SLOT_BYTES * (RING - 1 - slot)))
+else
+  redis.call('SETRANGE', win_key, 8 + SLOT_BYTES * slot, bucket)
+end
 -- TTLs are refreshed when a bucket starts (or the config is seeded): at least every window / 10,
 -- far more often than they can run out, and not on every call
 if not live or seeded then

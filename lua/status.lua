@@ -18,35 +18,29 @@ local bucket_ms = window_s * 1000 / BUCKETS
 local cur = math.floor(now_ms / bucket_ms)
 local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 
+-- the ring as budget.lua keeps it: one string, the bucket length in ms and 11 slots of six
+-- little-endian 64-bit integers (t, q, g, d, a, l)
 local FIELDS = 6
-local fields = { 'bms' }
-for i = 0, RING - 1 do
-  local n = #fields
-  fields[n + 1] = 't' .. i
-  fields[n + 2] = 'q' .. i
-  fields[n + 3] = 'g' .. i
-  fields[n + 4] = 'd' .. i
-  fields[n + 5] = 'a' .. i
-  fields[n + 6] = 'l' .. i
-end
-local w = redis.call('HMGET', win_key, unpack(fields)) -- one read of the whole ring
-local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (w[1] and 1 or 0)
+local raw = redis.call('GET', win_key)
+local w
+if raw and #raw == 8 + RING * 48 then w = { struct.unpack('<' .. string.rep('i8', 1 + RING * FIELDS), raw) } end
+local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
 
 local requests, retries, denied, active = 0, 0, 0, 0
-if tonumber(w[1]) == bucket_ms then
+if w and w[1] == bucket_ms then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
-    local stamp = tonumber(w[b])
-    if stamp ~= nil and stamp > cur - BUCKETS and stamp <= cur then
-      requests = requests + (tonumber(w[b + 1]) or 0)
-      retries = retries + (tonumber(w[b + 2]) or 0)
-      denied = denied + (tonumber(w[b + 3]) or 0)
-      active = active + (tonumber(w[b + 4]) or 0)
+    local stamp = w[b]
+    if stamp > cur - BUCKETS and stamp <= cur then
+      requests = requests + w[b + 1]
+      retries = retries + w[b + 2]
+      denied = denied + w[b + 3]
+      active = active + w[b + 4]
     elseif stamp == cur - BUCKETS then
-      requests = requests + math.floor((tonumber(w[b + 1]) or 0) * inside_ms / bucket_ms)
-      denied = denied + math.floor((tonumber(w[b + 3]) or 0) * inside_ms / bucket_ms)
-      if (tonumber(w[b + 5]) or 0) > now_ms - window_s * 1000 then
-        retries = retries + (tonumber(w[b + 2]) or 0)
+      requests = requests + math.floor(w[b + 1] * inside_ms / bucket_ms)
+      denied = denied + math.floor(w[b + 3] * inside_ms / bucket_ms)
+      if w[b + 5] > now_ms - window_s * 1000 then
+        retries = retries + w[b + 2]
       end
     end
   end

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.WindowRing;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;
@@ -259,27 +260,11 @@ class BudgetFaultTest {
   }
 
   private long redisRequests() {
-    return counter("q");
+    return new WindowRing(redis.server(), new BudgetKeys("faults")).sum(WindowRing.Q);
   }
 
   private long redisRetries() {
-    return counter("g");
-  }
-
-  private long counter(String prefix) {
-    List<String> args = new ArrayList<>(List.of("HMGET", new BudgetKeys("faults").window()));
-    for (int i = 0; i < 11; i++) { // the ring has 11 buckets
-      args.add(prefix + i);
-    }
-    @SuppressWarnings("unchecked")
-    List<Object> values = (List<Object>) redis.server().call(args.toArray(new String[0]));
-    long sum = 0;
-    for (Object v : values) {
-      if (v != null) {
-        sum += Long.parseLong((String) v);
-      }
-    }
-    return sum;
+    return new WindowRing(redis.server(), new BudgetKeys("faults")).sum(WindowRing.G);
   }
 
   /** Threads that count first attempts and ask for permits as fast as they can. */

@@ -3,6 +3,7 @@ package io.retrybudget.coordinator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonArray;
 import java.util.HashSet;
@@ -28,7 +29,7 @@ class ClusterCoordinatorTest {
         assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 4}").status());
         assertEquals(200, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 2}").status());
         assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 1}").status());
-        mastersUsed.add(redis.clusterProcesses().masterFor("rb:v1:{" + name + "}:cfg").port());
+        mastersUsed.add(redis.clusterProcesses().masterFor(new BudgetKeys(name).config()).port());
       }
       assertEquals(3, mastersUsed.size(), "the budgets spread over all three masters");
       JsonArray budgets = api.get("listBudgets", "/v1/budgets").json().getJsonArray("budgets");

@@ -3,11 +3,12 @@ package io.retrybudget.budget.redis;
 import io.retrybudget.budget.BudgetNames;
 
 /**
- * The Redis keys of one budget: layout version 1, the budget's name as the Cluster hash tag, so
- * every script touches one slot and a future layout can live beside this one.
+ * The Redis keys of one budget: layout version 2 (the window's ring packed in one string; lua/README.md),
+ * the budget's name as the Cluster hash tag, so every script touches one slot and a future layout can
+ * live beside this one.
  */
 public final class BudgetKeys {
-  public static final String PREFIX = "rb:v1:";
+  public static final String PREFIX = "rb:v2:";
 
   private final String name;
   private final String config;

@@ -179,17 +179,12 @@ class LuaScriptTest {
   private void assertLeaving(String name, long grantAgeMs, long expectedRetries) throws Exception {
     BudgetReply now = count(name, 500); // window 100 s: buckets of 10 s
     BudgetKeys k = new BudgetKeys(name);
-    List<String> fields = new java.util.ArrayList<>(List.of("HMGET", k.window()));
-    for (int i = 0; i < 11; i++) {
-      fields.add("t" + i);
-    }
-    @SuppressWarnings("unchecked")
-    List<Object> stamps = (List<Object>) redis.server().call(fields.toArray(new String[0]));
+    WindowRing ring = new WindowRing(redis.server(), k);
     long cur = -1;
     int slot = -1;
-    for (int i = 0; i < 11; i++) {
-      if (stamps.get(i) != null) {
-        cur = Long.parseLong((String) stamps.get(i));
+    for (int i = 0; i < WindowRing.SLOTS; i++) {
+      if (ring.get(i, WindowRing.T) != 0) {
+        cur = ring.get(i, WindowRing.T);
         slot = i;
       }
     }
@@ -198,18 +193,13 @@ class LuaScriptTest {
     List<Object> time = (List<Object>) redis.server().call("TIME");
     long nowMs = Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
     // the ring has 11 slots: bucket cur - n lives in slot (slot - n) mod 11
-    plant(k, (slot + 2) % 11, cur - 9, 300, 30, nowMs - 80_000); // inside the window: counts fully
-    plant(k, (slot + 1) % 11, cur - 10, 1000, 100, nowMs - grantAgeMs); // leaving
-    plant(k, (slot + 10) % 11, cur - 12, 7000, 700, nowMs - 115_000); // gone
+    ring.plant((slot + 2) % 11, cur - 9, 300, 30, 0, 0, nowMs - 80_000); // inside the window: counts fully
+    ring.plant((slot + 1) % 11, cur - 10, 1000, 100, 0, 0, nowMs - grantAgeMs); // leaving
+    ring.plant((slot + 10) % 11, cur - 12, 7000, 700, 0, 0, nowMs - 115_000); // gone
     BudgetReply after = count(name, 0);
     long leaving = after.requests() - now.requests() - 300;
     assertTrue(leaving >= 0 && leaving <= 1000, "share of the leaving bucket's first attempts: " + leaving);
     assertEquals(30 + expectedRetries, after.retries(), "grants of the leaving bucket, last one " + grantAgeMs + " ms old");
-  }
-
-  private void plant(BudgetKeys k, int slot, long bucket, long requests, long retries, long lastGrantMs) {
-    redis.server().call("HSET", k.window(), "t" + slot, Long.toString(bucket), "q" + slot, Long.toString(requests),
-        "g" + slot, Long.toString(retries), "d" + slot, "0", "a" + slot, "0", "l" + slot, Long.toString(lastGrantMs));
   }
 
   @Test
@@ -283,10 +273,10 @@ class LuaScriptTest {
   void everyKeyOfABudgetSharesOneHashTag() {
     BudgetKeys k = new BudgetKeys("payments-api");
     for (String key : List.of(k.config(), k.window(), k.clients())) {
-      assertTrue(key.startsWith("rb:v1:{payments-api}:"), key);
+      assertTrue(key.startsWith("rb:v2:{payments-api}:"), key);
       assertEquals("payments-api", BudgetKeys.budgetOf(key));
     }
     assertEquals(null, BudgetKeys.budgetOf("other:{x}:y"));
-    assertFalse(BudgetKeys.budgetOf("rb:v1:{bad name}:cfg") != null);
+    assertFalse(BudgetKeys.budgetOf("rb:v2:{bad name}:cfg") != null);
   }
 }

@@ -1,0 +1,59 @@
+package io.retrybudget.budget.redis;
+
+import io.retrybudget.testing.RedisServerProcess;
+import java.util.List;
+
+/**
+ * Reads and plants a budget's window ring (layout 2, lua/README.md) for tests that look inside it or
+ * age buckets by hand. The ring is binary, so both go through tiny scripts with Redis's own
+ * {@code struct}, the same packing the budget scripts use.
+ */
+public final class WindowRing {
+  public static final int SLOTS = 11;
+  public static final int T = 0;
+  public static final int Q = 1;
+  public static final int G = 2;
+  public static final int D = 3;
+  public static final int A = 4;
+  public static final int L = 5;
+
+  private static final String READ = "local v = redis.call('GET', KEYS[1]) if not v then return {} end "
+      + "local r = { struct.unpack('<' .. string.rep('i8', 67), v) } r[#r] = nil return r";
+  private static final String PLANT = "local a = {} for i = 2, 7 do a[#a + 1] = tonumber(ARGV[i]) end "
+      + "redis.call('SETRANGE', KEYS[1], 8 + 48 * tonumber(ARGV[1]), struct.pack('<i8i8i8i8i8i8', unpack(a))) return 1";
+
+  private final RedisServerProcess server;
+  private final String key;
+
+  public WindowRing(RedisServerProcess server, BudgetKeys keys) {
+    this.server = server;
+    this.key = keys.window();
+  }
+
+  /** One field of one slot; 0 where the ring has no such key. */
+  public long get(int slot, int field) {
+    List<Object> all = read();
+    return all.isEmpty() ? 0 : (Long) all.get(1 + slot * 6 + field);
+  }
+
+  /** A field summed over all 11 slots, whatever their bucket numbers. */
+  public long sum(int field) {
+    List<Object> all = read();
+    long sum = 0;
+    for (int slot = 0; !all.isEmpty() && slot < SLOTS; slot++) {
+      sum += (Long) all.get(1 + slot * 6 + field);
+    }
+    return sum;
+  }
+
+  /** Overwrites one slot: bucket number, first attempts, grants, denied, clients, last grant (ms). */
+  public void plant(int slot, long bucket, long requests, long grants, long denied, long clients, long lastGrantMs) {
+    server.call("EVAL", PLANT, "1", key, Integer.toString(slot), Long.toString(bucket), Long.toString(requests),
+        Long.toString(grants), Long.toString(denied), Long.toString(clients), Long.toString(lastGrantMs));
+  }
+
+  @SuppressWarnings("unchecked")
+  private List<Object> read() {
+    return (List<Object>) server.call("EVAL", READ, "1", key);
+  }
+}
