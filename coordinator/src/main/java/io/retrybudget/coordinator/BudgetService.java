@@ -5,7 +5,6 @@ import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.retrybudget.budget.redis.LuaScript;
 import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.Duration;
@@ -35,9 +34,14 @@ final class BudgetService {
     this.timeoutMillis = timeout.toMillis();
   }
 
+  /** A call of one command (two on NOSCRIPT), each already bounded by Lettuce's command timeout. */
   private <T> Future<T> onContext(CompletableFuture<T> redisCall) {
-    Context context = vertx.getOrCreateContext();
-    return Future.fromCompletionStage(redisCall.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS), context);
+    return Future.fromCompletionStage(redisCall, vertx.getOrCreateContext());
+  }
+
+  /** A chain of commands of unknown length (SCAN pages): one deadline for the whole chain. */
+  private <T> Future<T> onContextWithin(CompletableFuture<T> chain) {
+    return onContext(chain.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS));
   }
 
   Future<BudgetStatus> status(String name) {
@@ -79,7 +83,7 @@ final class BudgetService {
 
   /** Every budget with keys (at most {@code limit}, every Cluster master scanned) and its status. */
   Future<List<BudgetStatus>> list(int limit) {
-    return onContext(store.scanBudgetNames(limit)).compose(names -> {
+    return onContextWithin(store.scanBudgetNames(limit)).compose(names -> {
       List<Future<BudgetStatus>> all = new ArrayList<>();
       for (String n : names) {
         all.add(status(n));
