@@ -5,7 +5,9 @@ import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.WindowRing;
 import io.retrybudget.testing.CommandStats;
 import io.retrybudget.testing.RedisServerProcess;
 import java.util.ArrayList;
@@ -305,19 +307,10 @@ final class StormRun {
 
   /** Reads the budget's bucket ring; a bucket stays in it for a whole window after it closes. */
   private void sampleWindow(RedisServerProcess redis) {
-    Object reply = redis.call("HGETALL", new io.retrybudget.budget.redis.BudgetKeys(BUDGET_NAME).window());
-    if (!(reply instanceof List<?> list)) {
-      return;
-    }
-    java.util.Map<String, String> h = new java.util.HashMap<>();
-    for (int i = 0; i + 1 < list.size(); i += 2) {
-      h.put(String.valueOf(list.get(i)), String.valueOf(list.get(i + 1)));
-    }
-    for (int slot = 0; slot < 11; slot++) { // the ring of lua/budget.lua
-      String t = h.get("t" + slot);
-      String g = h.get("g" + slot);
-      if (t != null && g != null) {
-        redisGrantedByBucket.merge(Long.parseLong(t), Long.parseLong(g), Math::max);
+    long[][] slots = new WindowRing(redis, new BudgetKeys(BUDGET_NAME)).slots();
+    for (long[] slot : slots) {
+      if (slot[WindowRing.T] != 0) {
+        redisGrantedByBucket.merge(slot[WindowRing.T], slot[WindowRing.G], Math::max);
       }
     }
   }

@@ -158,7 +158,7 @@ public final class StormSimulator {
     }
     sb.append("\nretry ratio = retries sent / first attempts sent; amplification = all attempts sent / first attempts sent;\n"
         + "EVALSHA/s = budget script calls Redis executed (client round trips); all redis cmd/s also counts the commands\n"
-        + "the script runs inside Redis (HMGET, HSET, TIME, PEXPIRE...), which INFO commandstats reports separately.\n");
+        + "the script runs inside Redis (GET, SETRANGE, TIME, HMGET of the config, PEXPIRE...), which INFO commandstats reports separately.\n");
     return sb.toString();
   }
 

@@ -30,18 +30,29 @@ public final class WindowRing {
     this.key = keys.window();
   }
 
-  /** One field of one slot; 0 where the ring has no such key. */
+  /** The 11 slots, each {t, q, g, d, a, l}; all zero where the ring has no key yet. */
+  public long[][] slots() {
+    @SuppressWarnings("unchecked")
+    List<Object> all = (List<Object>) server.call("EVAL", READ, "1", key);
+    long[][] slots = new long[SLOTS][6];
+    for (int slot = 0; !all.isEmpty() && slot < SLOTS; slot++) {
+      for (int field = 0; field < 6; field++) {
+        slots[slot][field] = (Long) all.get(1 + slot * 6 + field);
+      }
+    }
+    return slots;
+  }
+
+  /** One field of one slot. */
   public long get(int slot, int field) {
-    List<Object> all = read();
-    return all.isEmpty() ? 0 : (Long) all.get(1 + slot * 6 + field);
+    return slots()[slot][field];
   }
 
   /** A field summed over all 11 slots, whatever their bucket numbers. */
   public long sum(int field) {
-    List<Object> all = read();
     long sum = 0;
-    for (int slot = 0; !all.isEmpty() && slot < SLOTS; slot++) {
-      sum += (Long) all.get(1 + slot * 6 + field);
+    for (long[] slot : slots()) {
+      sum += slot[field];
     }
     return sum;
   }
@@ -52,8 +63,4 @@ public final class WindowRing {
         Long.toString(grants), Long.toString(denied), Long.toString(clients), Long.toString(lastGrantMs));
   }
 
-  @SuppressWarnings("unchecked")
-  private List<Object> read() {
-    return (List<Object>) server.call("EVAL", READ, "1", key);
-  }
 }
