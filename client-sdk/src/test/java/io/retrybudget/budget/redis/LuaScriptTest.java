@@ -203,6 +203,37 @@ class LuaScriptTest {
   }
 
   @Test
+  void theRingIsLaidOutAsDocumented() throws Exception {
+    count("layout", 10); // ratio 0.1, floor 0: one permit
+    acquire("layout");
+    acquire("layout"); // refused
+    BudgetKeys k = new BudgetKeys("layout");
+    assertEquals(8 + 11 * 48L, (Long) redis.server().call("STRLEN", k.window()));
+    long[][] slots = new WindowRing(redis.server(), k).slots();
+    int used = 0;
+    for (long[] slot : slots) {
+      if (slot[WindowRing.T] != 0) {
+        used++;
+        assertEquals(10, slot[WindowRing.Q]);
+        assertEquals(1, slot[WindowRing.G]);
+        assertEquals(1, slot[WindowRing.D]);
+        assertEquals(1, slot[WindowRing.A], "client c1 counted once");
+        assertTrue(slot[WindowRing.L] > 1_700_000_000_000L, "last grant in Redis ms: " + slot[WindowRing.L]);
+      }
+    }
+    assertEquals(1, used, "one bucket written");
+  }
+
+  @Test
+  void aRingOfAnotherShapeStartsAfresh() throws Exception {
+    BudgetKeys k = new BudgetKeys("foreign");
+    redis.server().call("SET", k.window(), "not a ring");
+    BudgetReply r = count("foreign", 3);
+    assertEquals(3, r.requests());
+    assertEquals(8 + 11 * 48L, (Long) redis.server().call("STRLEN", k.window()));
+  }
+
+  @Test
   void changingTheWindowStartsTheCountsAfresh() throws Exception {
     count("rewindow", 100);
     BudgetKeys k = new BudgetKeys("rewindow");
