@@ -10,6 +10,7 @@ import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import io.vertx.core.internal.VertxInternal;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import java.io.IOException;
@@ -24,7 +25,7 @@ import java.util.logging.Logger;
 /**
  * The running coordinator: a local Redis when none is configured, the Redis connection, Vert.x with
  * Micrometer metrics, and the HTTP verticle. {@link #close()} shuts down in order: the HTTP server
- * (draining in-flight requests), Vert.x, the Redis connection, the local Redis.
+ * (draining in-flight requests), the Redis connection, Vert.x, the local Redis.
  */
 public final class Coordinator implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(Coordinator.class.getName());
@@ -65,7 +66,6 @@ public final class Coordinator implements AutoCloseable {
             + local.uri() + "; it stops with the coordinator and keeps nothing");
         redis = RedisConnectionOptions.standalone(local.uri()).commandTimeout(REDIS_TIMEOUT).build();
       }
-      store = RedisBudgetStore.connect(redis);
       PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
       // histogram buckets for the HTTP server's response times, so dashboards can take p99s
       registry.config().meterFilter(new MeterFilter() {
@@ -77,10 +77,14 @@ public final class Coordinator implements AutoCloseable {
           return config;
         }
       });
+      // One event loop serves HTTP (one verticle instance) and carries the Redis connection too:
+      // a request's script call and its reply stay on that thread, with no hop to Lettuce's own.
       vertx = Vertx.builder()
-          .with(new VertxOptions().setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
+          .with(new VertxOptions().setEventLoopPoolSize(1)
+              .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
           .withMetrics(new MicrometerMetricsFactory(registry))
           .build();
+      store = RedisBudgetStore.connect(redis, ((VertxInternal) vertx).nettyEventLoopGroup());
       BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT);
       for (Map.Entry<String, ConfigUpdate> e : fileBudgets.entrySet()) {
         await(budgets.configure(e.getKey(), e.getValue()));
@@ -92,11 +96,11 @@ public final class Coordinator implements AutoCloseable {
       String id = await(vertx.deployVerticle(verticle));
       return new Coordinator(config, local, store, vertx, verticle, id);
     } catch (Exception | Error e) {
-      if (vertx != null) {
-        vertx.close();
-      }
       if (store != null) {
         store.close();
+      }
+      if (vertx != null) {
+        vertx.close();
       }
       if (local != null) {
         local.close();
@@ -131,12 +135,12 @@ public final class Coordinator implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       LOG.warning("HTTP server did not stop cleanly: " + e.getMessage());
     }
+    store.close(); // before Vert.x: its connection lives on a Vert.x event loop
     try {
       await(vertx.close());
     } catch (IOException | RuntimeException e) {
       LOG.warning("Vert.x did not close cleanly: " + e.getMessage());
     }
-    store.close();
     if (localRedis != null) {
       localRedis.close();
     }

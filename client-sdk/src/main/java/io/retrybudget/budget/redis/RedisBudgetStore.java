@@ -24,9 +24,11 @@ import io.lettuce.core.protocol.RedisCommand;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
+import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -50,10 +52,15 @@ public final class RedisBudgetStore implements AutoCloseable {
   private final RedisScriptingAsyncCommands<String, String> scripting;
   private final RedisKeyAsyncCommands<String, String> keys;
 
-  private RedisBudgetStore(RedisConnectionOptions options) {
+  private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
-    this.resources = DefaultClientResources.builder()
-        .ioThreadPoolSize(2)
+    DefaultClientResources.Builder resourcesBuilder = DefaultClientResources.builder();
+    if (ioLoop == null) {
+      resourcesBuilder.ioThreadPoolSize(2);
+    } else {
+      resourcesBuilder.eventLoopGroupProvider(new SharedEventLoopGroupProvider(ioLoop));
+    }
+    this.resources = resourcesBuilder
         .computationThreadPoolSize(2)
         .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
         .build();
@@ -113,7 +120,17 @@ public final class RedisBudgetStore implements AutoCloseable {
    * at start. Once connected, a lost connection is re-established in the background.
    */
   public static RedisBudgetStore connect(RedisConnectionOptions options) {
-    return new RedisBudgetStore(options);
+    return new RedisBudgetStore(options, null);
+  }
+
+  /**
+   * Like {@link #connect(RedisConnectionOptions)}, but Lettuce's network I/O runs on {@code ioLoop},
+   * an event loop (group) the caller owns and keeps running until after {@link #close()}: for a
+   * server on one Vert.x event loop, its own loop, so a command written from a request handler and
+   * its reply need no thread hop. Must not be called on that loop (connecting waits for it).
+   */
+  public static RedisBudgetStore connect(RedisConnectionOptions options, EventLoopGroup ioLoop) {
+    return new RedisBudgetStore(options, Objects.requireNonNull(ioLoop, "ioLoop"));
   }
 
   public RedisConnectionOptions options() {

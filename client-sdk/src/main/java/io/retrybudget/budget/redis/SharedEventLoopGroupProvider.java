@@ -1,0 +1,49 @@
+package io.retrybudget.budget.redis;
+
+import io.lettuce.core.resource.EventLoopGroupProvider;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutorGroup;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.ImmediateEventExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Hands Lettuce an event loop group that someone else owns (a Vert.x event loop), so its channels
+ * live on that thread: a command written from it goes out without a thread hop and its reply is
+ * read there. Lettuce never shuts the group down; its owner does.
+ */
+final class SharedEventLoopGroupProvider implements EventLoopGroupProvider {
+  private final EventLoopGroup group;
+  private final int threads;
+
+  SharedEventLoopGroupProvider(EventLoopGroup group) {
+    this.group = group;
+    int n = 0;
+    for (var ignored : group) {
+      n++;
+    }
+    this.threads = Math.max(1, n);
+  }
+
+  @Override
+  @SuppressWarnings("unchecked")
+  public <T extends EventLoopGroup> T allocate(Class<T> type) {
+    // the transport (NIO, epoll) is the owner's choice: Lettuce only registers channels with it
+    return (T) group;
+  }
+
+  @Override
+  public int threadPoolSize() {
+    return threads;
+  }
+
+  @Override
+  public Future<Boolean> release(EventExecutorGroup eventLoopGroup, long quietPeriod, long timeout, TimeUnit unit) {
+    return ImmediateEventExecutor.INSTANCE.newSucceededFuture(true);
+  }
+
+  @Override
+  public Future<Boolean> shutdown(long quietPeriod, long timeout, TimeUnit unit) {
+    return ImmediateEventExecutor.INSTANCE.newSucceededFuture(true);
+  }
+}
