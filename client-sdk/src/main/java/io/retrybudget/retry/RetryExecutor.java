@@ -13,6 +13,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BiConsumer;
 import java.util.function.DoubleSupplier;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
@@ -242,6 +243,26 @@ public final class RetryExecutor implements AutoCloseable {
      * Runs a step of the call; whatever it throws (a user predicate or listener, a refused timer,
      * a failing budget) ends the call with that failure instead of leaving it pending forever.
      */
+    /**
+     * Runs what follows a budget answer: at once when the budget answered on this thread (a local
+     * budget, a cached refusal), else on the scheduler, so neither our listeners, the attempts a
+     * hedge launches, nor the caller's continuations run on Redis's I/O thread or a JDK timer thread.
+     */
+    void afterBudget(CompletionStage<BudgetDecision> answer, BiConsumer<BudgetDecision, Throwable> then) {
+      Thread asking = Thread.currentThread();
+      answer.whenComplete((decision, error) -> {
+        if (Thread.currentThread() == asking) {
+          then.accept(decision, error);
+          return;
+        }
+        try {
+          scheduler.schedule(() -> then.accept(decision, error), 0);
+        } catch (RuntimeException rejected) {
+          then.accept(decision, error); // the scheduler is shut down: finish here rather than never
+        }
+      });
+    }
+
     void guard(Runnable step) {
       try {
         step.run();
@@ -361,7 +382,7 @@ public final class RetryExecutor implements AutoCloseable {
         hedgeGranted(thisRound);
         return;
       }
-      budget.acquire().whenComplete((decision, error) -> guard(() -> {
+      afterBudget(budget.acquire(), (decision, error) -> guard(() -> {
         synchronized (this) {
           hedgeAsking = false;
         }
@@ -435,7 +456,7 @@ public final class RetryExecutor implements AutoCloseable {
         scheduleRetry(attempt.number, plan.delayNanos(), failure);
         return;
       }
-      budget.acquire().whenComplete((decision, error) -> guard(() -> {
+      afterBudget(budget.acquire(), (decision, error) -> guard(() -> {
         if (error != null || !decision.granted()) {
           BudgetDecision d = decision != null ? decision : BudgetDecision.DENIED_FALLBACK;
           listener.onBudgetDenied(d);

@@ -1,6 +1,7 @@
 package io.retrybudget.retry;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -311,6 +312,48 @@ class RetryExecutorTest {
     assertTrue(ex.getCause() instanceof IllegalStateException);
     assertTrue(never.isCancelled());
     assertTrue(e.callAsync(() -> CompletableFuture.completedFuture("late")).isCompletedExceptionally());
+  }
+
+  @Test
+  void aBudgetAnsweringOnItsOwnThreadHandsTheRestOfTheCallToTheScheduler() throws Exception {
+    // as Redis answers on Lettuce's I/O thread: nothing of the call may run there
+    java.util.List<CompletableFuture<BudgetDecision>> answers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    io.retrybudget.budget.RetryBudget remote = new io.retrybudget.budget.RetryBudget() {
+      public String name() { return "remote"; }
+      public void recordFirstAttempt() { }
+      public BudgetDecision tryAcquire() { throw new AssertionError("the async path asks acquire()"); }
+      public java.util.concurrent.CompletionStage<BudgetDecision> acquire() {
+        CompletableFuture<BudgetDecision> answer = new CompletableFuture<>();
+        answers.add(answer);
+        return answer;
+      }
+      public void close() { }
+    };
+    AtomicInteger calls = new AtomicInteger();
+    CompletableFuture<String> f = executor(policy().build()).budget(remote).build().callAsync(() -> {
+      calls.incrementAndGet();
+      return CompletableFuture.failedFuture(new IOException("down"));
+    });
+    assertEquals(1, answers.size(), "asked the budget after the first failure");
+    answerFromAnotherThread(answers.get(0), BudgetDecision.GRANTED);
+    assertEquals(1, time.pendingTasks(), "the grant is handed to the scheduler, not acted on by the budget's thread");
+    time.advance(0);
+    time.advance(50 * MS); // the backoff
+    assertEquals(2, calls.get());
+    assertEquals(2, answers.size());
+    answerFromAnotherThread(answers.get(1), BudgetDecision.DENIED_EXHAUSTED);
+    assertFalse(f.isDone(), "the refusal does not complete the call on the budget's thread");
+    time.advance(0);
+    ExecutionException e = assertThrows(ExecutionException.class, f::get);
+    assertTrue(e.getCause() instanceof RetryBudgetExhaustedException, String.valueOf(e.getCause()));
+    assertEquals(0, time.pendingTasks());
+  }
+
+  private static void answerFromAnotherThread(CompletableFuture<BudgetDecision> answer, BudgetDecision d)
+      throws InterruptedException {
+    Thread t = new Thread(() -> answer.complete(d), "budget-io");
+    t.start();
+    t.join();
   }
 
   @Test
