@@ -24,8 +24,10 @@ import java.util.function.Consumer;
  * (the request's own, or one made for the call), the same on every attempt. When retries run out,
  * the last response is returned as the server gave it.
  *
- * <p>Prefer body handlers that read the whole body (ofString, ofByteArray): a retried response's
- * body is not read.
+ * <p>The body of a response that is not the call's answer (retried, or a hedge that lost) is closed
+ * when it is closeable ({@code ofInputStream}, {@code ofLines}), so its connection goes back to the
+ * pool; other handlers read it whole. A {@code ofPublisher} body of such a response is left to
+ * its handler.
  */
 public final class RetryingHttpClient implements AutoCloseable {
   private final HttpClient http;
@@ -72,8 +74,64 @@ public final class RetryingHttpClient implements AutoCloseable {
     boolean sendKey = !safe && (ownKey != null || keysForNonIdempotent) && executor.policy().maxAttempts() > 1;
     // a random first replica per call spreads load; each later attempt or hedge takes the next one
     int offset = replicas.isEmpty() ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size());
-    return executor.callAsync(ownKey,
-        (AttemptContext context) -> http.sendAsync(attempt(request, context, sendKey, offset), handler));
+    DiscardedResponses<T> discarded = new DiscardedResponses<>();
+    CompletableFuture<HttpResponse<T>> call = executor.callAsync(ownKey, (AttemptContext context) -> {
+      CompletableFuture<HttpResponse<T>> sent = http.sendAsync(attempt(request, context, sendKey, offset), handler);
+      sent.whenComplete((response, error) -> discarded.arrived(response));
+      return sent; // itself, not a dependent: cancelling it (a losing hedge) aborts the exchange
+    });
+    call.whenComplete((answer, error) -> discarded.callEnded(answer)); // beside it, so call stays cancellable
+    return call;
+  }
+
+  /**
+   * The responses of a call that are not its answer (retried ones, hedges that lost): their bodies
+   * are closed when they are closeable (ofInputStream, ofLines), which gives their connections back.
+   */
+  private static final class DiscardedResponses<T> {
+    private final java.util.List<HttpResponse<T>> pending = new java.util.ArrayList<>();
+    private boolean ended;
+    private HttpResponse<T> winner;
+
+    void arrived(HttpResponse<T> response) {
+      if (response == null) {
+        return;
+      }
+      synchronized (this) {
+        if (!ended) {
+          pending.add(response);
+          return;
+        }
+      }
+      if (response != winner) {
+        closeBody(response); // arrived after the call was answered: a loser
+      }
+    }
+
+    void callEnded(HttpResponse<T> answer) {
+      java.util.List<HttpResponse<T>> all;
+      synchronized (this) {
+        ended = true;
+        winner = answer;
+        all = new java.util.ArrayList<>(pending);
+        pending.clear();
+      }
+      for (HttpResponse<T> r : all) {
+        if (r != answer) {
+          closeBody(r);
+        }
+      }
+    }
+
+    private static void closeBody(HttpResponse<?> response) {
+      if (response.body() instanceof AutoCloseable body) {
+        try {
+          body.close();
+        } catch (Exception ignored) {
+          // nothing more to give back
+        }
+      }
+    }
   }
 
   /**

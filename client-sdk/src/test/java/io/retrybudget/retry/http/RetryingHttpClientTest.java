@@ -133,6 +133,25 @@ class RetryingHttpClientTest {
   }
 
   @Test
+  void closesTheBodiesOfRetriedResponsesAndKeepsTheAnswersOpen() throws Exception {
+    List<java.io.InputStream> bodies = Collections.synchronizedList(new ArrayList<>());
+    HttpResponse.BodyHandler<java.io.InputStream> streams = info -> HttpResponse.BodySubscribers.mapping(
+        HttpResponse.BodyHandlers.ofInputStream().apply(info), in -> {
+          bodies.add(in);
+          return in;
+        });
+    HttpResponse<java.io.InputStream> r = client(fast(3)).build()
+        .send(HttpRequest.newBuilder(uri("503,500,200")).GET().build(), streams);
+    assertEquals(200, r.statusCode());
+    assertEquals(3, bodies.size());
+    assertEquals("status 200", new String(r.body().readAllBytes(), StandardCharsets.UTF_8));
+    for (int i = 0; i < 2; i++) {
+      java.io.InputStream retried = bodies.get(i);
+      assertThrows(IOException.class, retried::read, "body of retried response " + i + " closed");
+    }
+  }
+
+  @Test
   void neverRetriesOther4xx() throws Exception {
     HttpResponse<String> r = get(client(fast(3)).build(), "400,200");
     assertEquals(400, r.statusCode());
