@@ -240,10 +240,6 @@ public final class RetryExecutor implements AutoCloseable {
     }
 
     /**
-     * Runs a step of the call; whatever it throws (a user predicate or listener, a refused timer,
-     * a failing budget) ends the call with that failure instead of leaving it pending forever.
-     */
-    /**
      * Runs what follows a budget answer: at once when the budget answered on this thread (a local
      * budget, a cached refusal), else on the scheduler, so neither our listeners, the attempts a
      * hedge launches, nor the caller's continuations run on Redis's I/O thread or a JDK timer thread.
@@ -263,6 +259,10 @@ public final class RetryExecutor implements AutoCloseable {
       });
     }
 
+    /**
+     * Runs a step of the call; whatever it throws (a user predicate or listener, a refused timer,
+     * a failing budget) ends the call with that failure instead of leaving it pending forever.
+     */
     void guard(Runnable step) {
       try {
         step.run();

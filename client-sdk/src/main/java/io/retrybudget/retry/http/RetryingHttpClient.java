@@ -27,7 +27,8 @@ import java.util.function.Consumer;
  * <p>The body of a response that is not the call's answer (retried, or a hedge that lost) is closed
  * when it is closeable ({@code ofInputStream}, {@code ofLines}), so its connection goes back to the
  * pool; other handlers read it whole. A {@code ofPublisher} body of such a response is left to
- * its handler.
+ * its handler. That includes the response a {@code RetryBudgetExhaustedException} carries in
+ * {@code lastResult()}: its status and headers are there, its body is closed.
  */
 public final class RetryingHttpClient implements AutoCloseable {
   private final HttpClient http;
