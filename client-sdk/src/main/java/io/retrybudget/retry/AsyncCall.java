@@ -8,6 +8,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * One asynchronous call as an explicit state machine.
@@ -64,7 +65,12 @@ final class AsyncCall<T> {
   // ---- events ------------------------------------------------------------------------------
   interface Event {}
 
-  record Start() implements Event {}
+  /**
+   * The call starts with its first attempt already sent (by {@code RetryExecutor.callAsync}, on the
+   * caller's thread); {@code verdict} is non-null when that attempt had already answered with a
+   * result the policy retries (judged there once, never twice).
+   */
+  record Start(Object value, RetryPlanner.Verdict verdict, double random) implements Event {}
 
   /** An attempt answered, failed or timed out; the verdict was reached outside the lock. */
   record AttemptDone(AsyncCall<?>.Attempt attempt, Object value, Throwable failure, RetryPlanner.Verdict verdict,
@@ -89,7 +95,10 @@ final class AsyncCall<T> {
   record AskBudget(boolean forHedge, int round) implements Action {}
 
   /** Arms {@code timer} to fire {@code event} at {@code dueNanos} on the executor's clock. */
-  record Schedule(Timer timer, long dueNanos, Event event) implements Action {}
+  record Schedule(Timer timer, long dueNanos, Runnable task) implements Action {}
+
+  /** Listens for the answer of an attempt whose future is set. */
+  record Watch(AsyncCall<?>.Attempt attempt) implements Action {}
 
   record CancelTimer(RetryScheduler.Cancellable handle) implements Action {}
 
@@ -110,9 +119,11 @@ final class AsyncCall<T> {
 
   // ---- wiring (immutable) ------------------------------------------------------------------
   private final RetryExecutor x;
-  private final Function<AttemptContext, ? extends CompletionStage<T>> supplier;
+  private final Supplier<? extends CompletionStage<T>> supplier; // the attempts, when they take no context
+  private final Function<AttemptContext, ? extends CompletionStage<T>> function; // or when they do
   private final AttemptContext first;
   private final long start;
+  private final CompletableFuture<T> firstFuture;
   final CallFuture<T> result = new CallFuture<>(this);
 
   // ---- state (guarded by this) -------------------------------------------------------------
@@ -130,15 +141,20 @@ final class AsyncCall<T> {
   private Object lastValue;
   private Throwable lastFailure;
 
-  AsyncCall(RetryExecutor x, Function<AttemptContext, ? extends CompletionStage<T>> supplier, AttemptContext first) {
+  AsyncCall(RetryExecutor x, Supplier<? extends CompletionStage<T>> supplier,
+      Function<AttemptContext, ? extends CompletionStage<T>> function, AttemptContext first, long start,
+      CompletableFuture<T> firstFuture) {
     this.x = x;
     this.supplier = supplier;
-    this.first = first;
-    this.start = x.nanoClock.getAsLong();
+    this.function = function;
+    this.first = first != null ? first : new AttemptContext(null);
+    this.start = start;
+    this.firstFuture = firstFuture;
   }
 
-  void start() {
-    fire(new Start());
+  /** @param verdict non-null when the first attempt answered at once with a retryable result */
+  void start(T value, RetryPlanner.Verdict verdict, double random) {
+    fire(new Start(value, verdict, random));
   }
 
   void callerCompleted() {
@@ -194,21 +210,27 @@ final class AsyncCall<T> {
       return; // nothing changes an ended call
     }
     long now = x.nanoClock.getAsLong();
-    if (event instanceof Start) {
+    if (event instanceof Start e) {
       if (phase != Phase.NEW) {
         return;
       }
       phase = Phase.RUNNING;
       round = 1;
-      // the attempt first: one that answers at once leaves no timer to schedule and call off
-      if (!launch(out, false, now)) {
-        endWithLast(out, RetryOutcome.DEADLINE);
-        return;
-      }
+      attempts = 1;
+      Attempt firstAttempt = new Attempt(1, false, 1, start, x.planner.attemptBudgetNanos(0));
+      firstAttempt.future = firstFuture;
+      running.add(firstAttempt);
       if (x.policy.deadline() != null) {
         deadline = new Timer();
-        out.add(new Schedule(deadline, start + x.policy.deadline().toNanos(), new DeadlineReached(deadline)));
+        DeadlineReached reached = new DeadlineReached(deadline);
+        out.add(new Schedule(deadline, start + x.policy.deadline().toNanos(), () -> fire(reached)));
       }
+      if (e.verdict() != null) {
+        attemptDone(new AttemptDone(firstAttempt, e.value(), null, e.verdict(), e.random(), false), out, now);
+        return;
+      }
+      armAttemptTimeout(out, firstAttempt);
+      out.add(new Watch(firstAttempt));
       armHedge(out, now);
     } else if (event instanceof AttemptDone e) {
       attemptDone(e, out, now);
@@ -345,7 +367,8 @@ final class AsyncCall<T> {
     previousDelay = plannedDelay;
     backoff = new Timer();
     out.add(new Notify(Notify.RETRY_SCHEDULED, attempts + 1, plannedDelay, lastFailure));
-    out.add(new Schedule(backoff, now + plannedDelay, new BackoffOver(backoff)));
+    BackoffOver over = new BackoffOver(backoff);
+    out.add(new Schedule(backoff, now + plannedDelay, () -> fire(over)));
   }
 
   /** Starts one attempt of the current round; false when none may start (attempts or time used up). */
@@ -372,7 +395,8 @@ final class AsyncCall<T> {
       return;
     }
     hedgeTimer = new Timer();
-    out.add(new Schedule(hedgeTimer, now + x.hedging.delayNanos(), new HedgeDue(hedgeTimer)));
+    HedgeDue due = new HedgeDue(hedgeTimer);
+    out.add(new Schedule(hedgeTimer, now + x.hedging.delayNanos(), () -> fire(due)));
   }
 
   private void endWithLast(List<Action> out, RetryOutcome why) {
@@ -425,7 +449,9 @@ final class AsyncCall<T> {
     } else if (action instanceof CancelTimer c) {
       c.handle().cancel();
     } else if (action instanceof Schedule s) {
-      arm(s.timer(), s.dueNanos() - x.nanoClock.getAsLong(), () -> fire(s.event()));
+      arm(s.timer(), s.dueNanos() - x.nanoClock.getAsLong(), s.task());
+    } else if (action instanceof Watch w) {
+      watch((Attempt) w.attempt());
     } else if (action instanceof AskBudget a) {
       askBudget(a.forHedge(), a.round());
     } else if (action instanceof Notify n) {
@@ -460,25 +486,31 @@ final class AsyncCall<T> {
     }
   }
 
+  /** Arms the timeout of an attempt whose future is set and still open (under the lock). */
+  private void armAttemptTimeout(List<Action> out, Attempt attempt) {
+    if (attempt.allowedNanos != Long.MAX_VALUE && !attempt.future.isDone()) {
+      attempt.timeout = new Timer();
+      out.add(new Schedule(attempt.timeout, attempt.startedNanos + attempt.allowedNanos, () -> settled(attempt, null,
+          new AttemptTimeoutException(java.time.Duration.ofNanos(attempt.allowedNanos)), true)));
+    }
+  }
+
+  private void watch(Attempt attempt) {
+    attempt.future.whenComplete((value, error) -> settled(attempt, value, unwrap(error), false));
+  }
+
+  /** A retry or hedge (the first attempt is sent by {@code RetryExecutor.callAsync}). */
   private void startAttempt(Attempt attempt) {
     if (attempt.hedge) {
       x.listeners.onHedge(attempt.number);
     } else {
       x.listeners.onAttempt(attempt.number);
     }
-    if (attempt.number == 1 && x.budget != null) {
-      x.budget.recordFirstAttempt(); // the executor is the only place that counts a call's first attempt
-    }
-    AttemptContext context;
-    if (attempt.number == 1) {
-      first.startAttempt(1);
-      context = first;
-    } else {
-      context = first.next(attempt.number, attempt.hedge, attempt.number - 1);
-    }
     CompletableFuture<T> future;
     try {
-      future = supplier.apply(context).toCompletableFuture();
+      CompletionStage<T> stage = function != null
+          ? function.apply(first.next(attempt.number, attempt.hedge, attempt.number - 1)) : supplier.get();
+      future = stage.toCompletableFuture();
     } catch (Throwable t) {
       future = CompletableFuture.failedFuture(t);
     }

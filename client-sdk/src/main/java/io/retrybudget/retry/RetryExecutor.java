@@ -101,11 +101,13 @@ public final class RetryExecutor implements AutoCloseable {
 
   /**
    * Runs the attempts {@code attempt} supplies, with retries, without blocking. The first attempt
-   * starts on this thread. Complete the returned future in any way to stop the call.
+   * starts on this thread; one whose stage is already complete with a result the policy accepts is
+   * answered at once, as the synchronous path answers it. Complete the returned future in any way
+   * (cancel, complete, orTimeout ...) to stop the call.
    */
   public <T> CompletableFuture<T> callAsync(Supplier<? extends CompletionStage<T>> attempt) {
     Objects.requireNonNull(attempt, "attempt must not be null");
-    return callAsync(null, context -> attempt.get());
+    return begin(null, attempt, null);
   }
 
   /** As {@link #callAsync(Supplier)}, telling each attempt its number and the call's idempotency key. */
@@ -116,14 +118,58 @@ public final class RetryExecutor implements AutoCloseable {
   /** As {@link #callAsync(Function)} with the caller's own idempotency key (null: made on demand). */
   public <T> CompletableFuture<T> callAsync(String idempotencyKey,
       Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
-    AsyncCall<T> call = new AsyncCall<>(this, Objects.requireNonNull(attempt, "attempt must not be null"),
-        new AttemptContext(idempotencyKey));
-    liveCalls.add(call);
+    Objects.requireNonNull(attempt, "attempt must not be null");
+    return begin(new AttemptContext(idempotencyKey), null, attempt);
+  }
+
+  /**
+   * Sends the first attempt; hands the call to the state machine ({@code AsyncCall}) unless it has
+   * already succeeded. Nothing is allocated for a first attempt that succeeded at once beyond the
+   * completed future returned.
+   */
+  private <T> CompletableFuture<T> begin(AttemptContext context, Supplier<? extends CompletionStage<T>> supplier,
+      Function<AttemptContext, ? extends CompletionStage<T>> function) {
     if (closed) {
-      // checked after the add: a close() running now either sees this call or is seen here
-      call.close();
-    } else {
-      call.start();
+      return CompletableFuture.failedFuture(new IllegalStateException("RetryExecutor is closed"));
+    }
+    // the clock is read only where a timer or an adaptive hedge needs the start
+    boolean timed = policy.deadline() != null || policy.attemptTimeout() != null || hedging != null;
+    long start = timed ? nanoClock.getAsLong() : 0;
+    if (budget != null) {
+      budget.recordFirstAttempt(); // the executor is the only place that counts a call's first attempt
+    }
+    listeners.onAttempt(1);
+    CompletableFuture<T> first;
+    try {
+      if (context != null) {
+        context.startAttempt(1);
+      }
+      first = (context != null ? function.apply(context) : supplier.get()).toCompletableFuture();
+    } catch (Throwable t) {
+      first = CompletableFuture.failedFuture(t);
+    }
+    T value = null;
+    RetryPlanner.Verdict verdict = null;
+    double draw = 0;
+    if (first.isDone() && !first.isCompletedExceptionally()) {
+      value = first.join();
+      try {
+        verdict = planner.judge(value, null);
+        draw = verdict.retryable() ? random.getAsDouble() : 0;
+      } catch (Throwable t) {
+        listeners.onOutcome(RetryOutcome.ERROR, 1);
+        return CompletableFuture.failedFuture(t);
+      }
+      if (verdict == RetryPlanner.Verdict.ACCEPTED) {
+        listeners.onOutcome(RetryOutcome.SUCCESS, 1);
+        return CompletableFuture.completedFuture(value);
+      }
+    }
+    AsyncCall<T> call = new AsyncCall<>(this, supplier, function, context, timed ? start : nanoClock.getAsLong(), first);
+    liveCalls.add(call);
+    call.start(value, verdict, draw);
+    if (closed) {
+      call.close(); // checked after the add: a close() running meanwhile either saw this call or is seen here
     }
     return call.result;
   }

@@ -148,18 +148,19 @@ class SeededScheduleTest {
       return n;
     }
 
-    // ---- attempts: succeed, fail (retryably or not), hang, or answer at once
+    // ---- attempts: succeed, fail (retryably or not), answer a retryable result, hang, or answer at once
     CompletableFuture<String> attempt(int number) {
-      int mode = rnd.nextInt(12);
+      int mode = rnd.nextInt(14);
       CompletableFuture<String> f = new CompletableFuture<>();
       attemptFutures.add(f);
       if (mode == 0) {
         return f; // hangs: only a timeout, the deadline or the caller ends it
       }
-      Runnable answer = mode <= 2 ? () -> f.complete("ok " + number)
+      Runnable answer = mode <= 2 || mode == 12 ? () -> f.complete("ok " + number)
           : mode == 3 ? () -> f.completeExceptionally(new IllegalStateException("fatal"))
+          : mode == 11 || mode == 13 ? () -> f.complete("again") // a result the policy retries (a 503, say)
           : () -> f.completeExceptionally(new IOException("transient"));
-      if (mode == 5 || mode == 6) {
+      if (mode >= 5 && mode <= 6 || mode >= 12) {
         answer.run(); // at once, on the thread that started it
       } else {
         at(now + rnd.nextLong(80 * MS), answer, false); // later; completes even if cancelled meanwhile (a no-op)
@@ -214,6 +215,7 @@ class SeededScheduleTest {
     if (r.nextBoolean()) {
       pb.attemptTimeout(Duration.ofNanos(Math.min(deadlineNanos, (10 + r.nextInt(100)) * MS)));
     }
+    pb.<String>retryOnResult("again"::equals);
     if (r.nextInt(4) == 0) {
       pb.serverDelay((v, f) -> f instanceof IOException ? Duration.ofMillis(r.nextInt(60) - 5) : null);
     }
@@ -237,12 +239,21 @@ class SeededScheduleTest {
     RetryExecutor executor = eb.build();
     long start = w.now;
     int[] started = new int[1];
-    CallFuture<String> call = (CallFuture<String>) executor.callAsync(ctx -> {
+    CompletableFuture<String> returned = executor.callAsync(ctx -> {
       started[0]++;
       assertTrue(w.now - start < deadlineNanos, "an attempt started after the deadline");
       assertTrue(started[0] <= maxAttempts, "more attempts than maxAttempts");
       return w.attempt(ctx.attempt());
     });
+    if (!(returned instanceof CallFuture)) {
+      // a first attempt that succeeded at once: answered without the state machine
+      assertTrue(returned.isDone() && !returned.isCompletedExceptionally(), "only a success skips the machine");
+      assertEquals(1, started[0]);
+      assertEquals(List.of(RetryOutcome.SUCCESS), outcomes);
+      assertEquals(0, w.liveTimers(), "and leaves no timer");
+      return 0;
+    }
+    CallFuture<String> call = (CallFuture<String>) returned;
     int callerMove = r.nextInt(4); // 0: cancel, 1: complete, 2: completeExceptionally, 3: wait
     if (callerMove < 3) {
       w.at(w.now + r.nextLong(deadlineNanos + 50 * MS), () -> {
