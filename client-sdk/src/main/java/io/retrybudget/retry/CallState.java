@@ -371,8 +371,11 @@ final class CallState<T> {
     out.add(new Schedule(hedgeTimer, now + hedging.delayNanos(), new HedgeDue(hedgeTimer)));
   }
 
+  /** The attempt's own timeout, unless the deadline binds first (then the backstop timer cuts it). */
   private void armTimeout(List<Action> out, Attempt<T> attempt) {
-    if (attempt.allowedNanos != Long.MAX_VALUE && !attempt.future.isDone()) {
+    boolean deadlineBinds = policy.deadline() != null
+        && attempt.startedNanos + attempt.allowedNanos - (start + policy.deadline().toNanos()) >= 0;
+    if (attempt.allowedNanos != Long.MAX_VALUE && !deadlineBinds && !attempt.future.isDone()) {
       attempt.timeout = new Timer();
       out.add(new Schedule(attempt.timeout, attempt.startedNanos + attempt.allowedNanos, new TimeoutDue(attempt)));
     }
