@@ -117,7 +117,7 @@ final class CallState<T> {
 
   /** What a test sees of the state. */
   record Snapshot(Phase phase, int round, int running, boolean runningAllInRound, int budgetWaits,
-      boolean backoffArmed, boolean hedgeArmed, int attempts) {}
+      boolean backoffArmed, boolean hedgeArmed, int attempts, int hedgesInRound) {}
 
   // ---- wiring (immutable) ------------------------------------------------------------------
   private final RetryPolicy policy;
@@ -447,6 +447,7 @@ final class CallState<T> {
       allInRound &= a.round == round;
     }
     int waits = (phase == Phase.ASKING ? 1 : 0) + (phase == Phase.RUNNING && hedgeAskRound == round ? 1 : 0);
-    return new Snapshot(phase, round, running.size(), allInRound, waits, backoff != null, hedgeTimer != null, attempts);
+    return new Snapshot(phase, round, running.size(), allInRound, waits, backoff != null, hedgeTimer != null, attempts,
+        hedgesInRound);
   }
 }

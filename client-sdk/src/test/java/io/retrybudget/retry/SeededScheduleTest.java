@@ -232,9 +232,9 @@ class SeededScheduleTest {
             outcomes.add(outcome);
           }
         });
-    boolean hedged = r.nextBoolean();
-    if (hedged) {
-      eb.hedging(HedgePolicy.fixedDelay(Duration.ofMillis(1 + r.nextInt(50))).maxHedges(1 + r.nextInt(2)).build());
+    int maxHedges = r.nextBoolean() ? 1 + r.nextInt(2) : 0;
+    if (maxHedges > 0) {
+      eb.hedging(HedgePolicy.fixedDelay(Duration.ofMillis(1 + r.nextInt(50))).maxHedges(maxHedges).build());
     }
     boolean budgeted = r.nextBoolean();
     if (budgeted) {
@@ -270,7 +270,7 @@ class SeededScheduleTest {
     }
     long endBy = start + deadlineNanos + w.maxLate;
     long steps = 0;
-    check(w, call, maxAttempts, started[0]);
+    check(w, call, maxAttempts, maxHedges, started[0]);
     while (!w.queue.isEmpty()) {
       Event e = w.queue.poll();
       if (e.cancelled && !e.firesEvenIfCancelled) {
@@ -283,7 +283,7 @@ class SeededScheduleTest {
       e.ran = true;
       e.run.run();
       steps++;
-      check(w, call, maxAttempts, started[0]);
+      check(w, call, maxAttempts, maxHedges, started[0]);
     }
     assertTrue(call.isDone(), "the call ended");
     assertEquals(1, outcomes.size(), "one outcome reported: " + outcomes);
@@ -295,9 +295,10 @@ class SeededScheduleTest {
   }
 
   /** The invariants, after every step. */
-  private static void check(World w, CallFuture<String> call, int maxAttempts, int started) {
+  private static void check(World w, CallFuture<String> call, int maxAttempts, int maxHedges, int started) {
     CallState.Snapshot s = call.call().snapshot();
     assertTrue(s.attempts() <= maxAttempts && started <= maxAttempts, "attempts <= maxAttempts");
+    assertTrue(s.hedgesInRound() <= maxHedges, "hedges per round <= maxHedges");
     assertTrue(s.runningAllInRound(), "every running attempt belongs to the current round");
     assertTrue(s.running() == 0 || s.phase() == CallState.Phase.RUNNING, "attempts run only in a running round");
     assertTrue(!(s.backoffArmed() && s.running() > 0), "never a backoff beside a running round");
@@ -315,6 +316,90 @@ class SeededScheduleTest {
         case BACKING_OFF -> assertTrue(s.backoffArmed() && w.liveTimers() > 0, "backing off: the timer is armed");
         default -> throw new AssertionError("an open call in phase " + s.phase());
       }
+    }
+  }
+
+  /**
+   * The synchronous path under the same kind of world: sleepers that wake late, budget answers
+   * that take time, fail or throw, attempts that take time. It never starts an attempt at or after
+   * the deadline nor more than maxAttempts, and reports one outcome that matches what it returned.
+   */
+  @Test
+  void randomSynchronousCallsNeverStartAnAttemptPastTheDeadline() throws Exception {
+    int schedules = Integer.getInteger("schedules", 10_000);
+    for (long seed = 0; seed < schedules; seed++) {
+      try {
+        syncSchedule(seed);
+      } catch (AssertionError | RuntimeException e) {
+        throw new AssertionError("synchronous schedule with seed " + seed + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
+  private static void syncSchedule(long seed) {
+    SplittableRandom r = new SplittableRandom(seed ^ 0x9E3779B97F4A7C15L);
+    long[] now = {0};
+    int maxAttempts = 1 + r.nextInt(6);
+    long deadlineNanos = (20 + r.nextInt(300)) * MS;
+    long lateSleep = r.nextInt(3) == 0 ? 0 : (1 + r.nextInt(20)) * MS;
+    RetryBudget budget = new RetryBudget() {
+      public String name() {
+        return "sync-fuzz";
+      }
+
+      public void recordFirstAttempt() {}
+
+      public BudgetDecision acquireBlocking() {
+        now[0] += r.nextLong(30 * MS);
+        int mode = r.nextInt(6);
+        if (mode == 0) {
+          throw new IllegalStateException("budget bug");
+        }
+        return mode == 1 ? BudgetDecision.DENIED_EXHAUSTED : BudgetDecision.GRANTED;
+      }
+
+      public CompletionStage<BudgetDecision> acquire() {
+        throw new AssertionError("the sync path asks acquireBlocking()");
+      }
+
+      public void close() {}
+    };
+    List<RetryOutcome> outcomes = new ArrayList<>();
+    RetryExecutor.Builder b = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(maxAttempts)
+            .backoff(Duration.ofMillis(1 + r.nextInt(50)), Duration.ofMillis(200)).deadline(Duration.ofNanos(deadlineNanos))
+            .build())
+        .nanoClock(() -> now[0]).random(r::nextDouble)
+        .sleeper(n -> now[0] += n + (lateSleep > 0 ? r.nextLong(lateSleep) : 0))
+        .listener(new RetryListener() {
+          @Override
+          public void onOutcome(RetryOutcome outcome, int attempts) {
+            outcomes.add(outcome);
+          }
+        });
+    if (r.nextBoolean()) {
+      b.budget(budget);
+    }
+    int[] started = new int[1];
+    Object answer;
+    try {
+      answer = b.build().call(() -> {
+        started[0]++;
+        assertTrue(now[0] < deadlineNanos, "an attempt started at " + now[0] / MS + " ms, past the deadline");
+        assertTrue(started[0] <= maxAttempts, "more attempts than maxAttempts");
+        now[0] += r.nextLong(40 * MS);
+        int mode = r.nextInt(5);
+        if (mode == 0) {
+          return "ok";
+        }
+        throw mode == 1 ? new IllegalStateException("fatal") : new IOException("transient");
+      });
+    } catch (Exception e) {
+      answer = e;
+    }
+    assertEquals(1, outcomes.size(), "one outcome: " + outcomes);
+    assertEquals(answer.equals("ok"), outcomes.get(0) == RetryOutcome.SUCCESS, "outcome " + outcomes + " for " + answer);
+    if (outcomes.get(0) == RetryOutcome.BUDGET_EXHAUSTED) {
+      assertTrue(answer instanceof RetryBudgetExhaustedException, String.valueOf(answer));
     }
   }
 }
