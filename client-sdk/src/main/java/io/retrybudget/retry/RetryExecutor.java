@@ -30,8 +30,9 @@ import java.util.function.Supplier;
  * attempt short. {@link #callAsync} runs on a shared scheduler (no thread per retry): the deadline
  * bounds the whole call, the per-attempt timeout cancels the attempt in flight, and completing the
  * returned future in any way (cancel, complete, orTimeout ...) stops the sleep and the attempts.
- * Both paths take their decisions from one {@link RetryPlanner}; the asynchronous one is the state
- * machine of {@code AsyncCall}.
+ * Both paths take their decisions from one {@link RetryPlanner}: the synchronous one is the loop of
+ * {@code SyncCall}, the asynchronous one the state machine of {@code CallState} (state and
+ * transitions) run by {@code AsyncCall} (the lock, and the actions outside it).
  */
 public final class RetryExecutor implements AutoCloseable {
   final RetryPolicy policy;
