@@ -39,7 +39,7 @@ public final class LocalRetryBudget implements RetryBudget {
   }
 
   @Override
-  public synchronized BudgetDecision tryAcquire() {
+  public synchronized BudgetDecision acquireBlocking() {
     long now = millisClock.getAsLong();
     long allowance = config.allowance(window.requests(now));
     if (BudgetArithmetic.admits(allowance, window.retries(now), 1)) {
@@ -56,7 +56,7 @@ public final class LocalRetryBudget implements RetryBudget {
 
   @Override
   public CompletionStage<BudgetDecision> acquire() {
-    return CompletableFuture.completedFuture(tryAcquire());
+    return CompletableFuture.completedFuture(acquireBlocking());
   }
 
   /** First attempts, retries and refusals in the current window. */

@@ -23,8 +23,9 @@ import java.util.logging.Logger;
  * RedisBudgetClient budgets = RedisBudgetClient.builder(
  *     RedisConnectionOptions.standalone("redis://localhost:6379").build()).build();
  * RetryBudget payments = budgets.budget(BudgetConfig.builder("payments-api").build());
- * payments.recordFirstAttempt();          // on every first attempt: no I/O
- * if (payments.tryAcquire().granted()) {  // before every retry or hedge
+ * // by hand (a RetryExecutor with this budget does both itself: never do both)
+ * payments.recordFirstAttempt();              // on every first attempt: no I/O
+ * if (payments.acquireBlocking().granted()) { // before every retry or hedge
  *   ...
  * }
  * }</pre>

@@ -109,7 +109,7 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   @Override
-  public BudgetDecision tryAcquire() {
+  public BudgetDecision acquireBlocking() {
     CompletableFuture<BudgetDecision> decision = acquire().toCompletableFuture();
     try {
       // acquire() completes within the call timeout on its own; this bound only guards the guard

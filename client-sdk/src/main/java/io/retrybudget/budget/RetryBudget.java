@@ -5,20 +5,33 @@ import java.util.concurrent.CompletionStage;
 /**
  * A retry budget: counts first attempts and grants or refuses extra attempts (retries and hedges).
  *
- * <p>{@link #recordFirstAttempt()} is free of I/O and allocation. {@link #tryAcquire()} and
+ * <p>{@link #recordFirstAttempt()} is free of I/O and allocation. {@link #acquireBlocking()} and
  * {@link #acquire()} never throw because of the budget's store and never wait longer than the
  * budget's call timeout: when the store fails they answer from a fallback.
+ *
+ * <p>A {@code RetryExecutor} (and a {@code RetryingHttpClient}) with this budget attached counts
+ * first attempts and asks for permits itself: call these methods only for calls you retry by hand.
  */
 public interface RetryBudget extends AutoCloseable {
 
   /** The dependency this budget protects. */
   String name();
 
-  /** Counts one first attempt. */
+  /** Counts one first attempt (not for calls run through a {@code RetryExecutor}: it counts them). */
   void recordFirstAttempt();
 
-  /** Asks for one extra attempt, waiting at most the call timeout. */
-  BudgetDecision tryAcquire();
+  /** Asks for one extra attempt, blocking this thread for at most the call timeout. */
+  BudgetDecision acquireBlocking();
+
+  /**
+   * The old name of {@link #acquireBlocking()}: it blocks, unlike the JDK's {@code tryAcquire}.
+   *
+   * @deprecated use {@link #acquireBlocking()}; removed in the next release
+   */
+  @Deprecated(forRemoval = true)
+  default BudgetDecision tryAcquire() {
+    return acquireBlocking();
+  }
 
   /** Asks for one extra attempt without blocking the caller's thread. */
   CompletionStage<BudgetDecision> acquire();

@@ -5,7 +5,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.retry.RetryListener;
-import io.retrybudget.retry.RetryPlanner;
+import io.retrybudget.retry.RetryOutcome;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
  * Micrometer; the core runs without it on the classpath. Meters (Prometheus names in brackets):
  *
  * <ul>
- *   <li>{@code retry.calls} {name, outcome} [retry_calls_total]
+ *   <li>{@code retry.calls} {name, outcome} [retry_calls_total]: one per call; {@code success_with_retry}
+ *       when more than one attempt (retries or hedges) was started
  *   <li>{@code retry.attempts} {name, kind=first|retry|hedge} [retry_attempts_total]
  *   <li>{@code retry.hedges} {name, result=won|denied} [retry_hedges_total]: hedges whose answer
  *       won the call, and hedges the budget refused (hedges sent are {@code retry.attempts{kind=hedge}})
@@ -39,8 +40,7 @@ public final class MicrometerRetryMetrics implements RetryListener {
   private final Counter hedgesDenied;
   private final Counter success;
   private final Counter successWithRetry;
-  private final Counter budgetExhausted;
-  private final Map<RetryPlanner.Stop, Counter> failures = new EnumMap<>(RetryPlanner.Stop.class);
+  private final Map<RetryOutcome, Counter> failures = new EnumMap<>(RetryOutcome.class);
   private final Map<BudgetDecision.Reason, Counter> denials = new EnumMap<>(BudgetDecision.Reason.class);
   private final Timer backoff;
 
@@ -55,10 +55,9 @@ public final class MicrometerRetryMetrics implements RetryListener {
     hedgesDenied = hedgeCounter(registry, name, "denied");
     success = calls(registry, name, SUCCESS);
     successWithRetry = calls(registry, name, SUCCESS_WITH_RETRY);
-    budgetExhausted = calls(registry, name, BUDGET_EXHAUSTED);
-    for (RetryPlanner.Stop stop : RetryPlanner.Stop.values()) {
-      if (stop != RetryPlanner.Stop.SUCCESS) {
-        failures.put(stop, calls(registry, name, outcomeTag(stop)));
+    for (RetryOutcome outcome : RetryOutcome.values()) {
+      if (outcome != RetryOutcome.SUCCESS) {
+        failures.put(outcome, calls(registry, name, outcomeTag(outcome)));
       }
     }
     for (BudgetDecision.Reason reason : BudgetDecision.Reason.values()) {
@@ -72,10 +71,14 @@ public final class MicrometerRetryMetrics implements RetryListener {
         .tag("name", name).register(registry);
   }
 
-  /** The {@code outcome} tag of a call that ended for this reason without success. */
-  public static String outcomeTag(RetryPlanner.Stop stop) {
-    return switch (stop) {
+  /** The {@code outcome} tag of a call that ended this way (a success after one attempt: {@code success}). */
+  public static String outcomeTag(RetryOutcome outcome) {
+    return switch (outcome) {
       case SUCCESS -> SUCCESS;
+      case BUDGET_EXHAUSTED -> BUDGET_EXHAUSTED;
+      case CANCELLED -> "cancelled";
+      case CLOSED -> "closed";
+      case ERROR -> "failed_error";
       case NOT_RETRYABLE -> "failed_not_retryable";
       case NOT_IDEMPOTENT -> "failed_not_idempotent";
       case MAX_ATTEMPTS -> "failed_max_attempts";
@@ -131,15 +134,14 @@ public final class MicrometerRetryMetrics implements RetryListener {
     if (c != null) {
       c.increment();
     }
-    budgetExhausted.increment();
   }
 
   @Override
-  public void onOutcome(RetryPlanner.Stop why, int attempts) {
-    if (why == RetryPlanner.Stop.SUCCESS) {
+  public void onOutcome(RetryOutcome outcome, int attempts) {
+    if (outcome == RetryOutcome.SUCCESS) {
       (attempts == 1 ? success : successWithRetry).increment();
     } else {
-      failures.get(why).increment();
+      failures.get(outcome).increment();
     }
   }
 }

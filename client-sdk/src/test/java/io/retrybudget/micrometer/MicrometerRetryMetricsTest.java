@@ -60,6 +60,18 @@ class MicrometerRetryMetricsTest {
   }
 
   @Test
+  void callsTheCallerEndsAreCountedAsCancelled() throws Exception {
+    try (RetryExecutor executor = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(2).build())
+        .listener(new MicrometerRetryMetrics(registry, "backend")).build()) {
+      executor.callAsync(() -> new java.util.concurrent.CompletableFuture<String>()).cancel(true);
+      executor.callAsync(() -> new java.util.concurrent.CompletableFuture<String>()).complete("the caller's own");
+      assertEquals(2, count("retry.calls", "outcome", "cancelled"));
+      assertEquals(0, count("retry.calls", "outcome", "success"), "a call the caller ended is not a success");
+      assertEquals(2, count("retry.attempts", "kind", "first"));
+    }
+  }
+
+  @Test
   void budgetDegradedGauge() {
     LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("backend").build());
     MicrometerBudgetMetrics.monitor(registry, budget);

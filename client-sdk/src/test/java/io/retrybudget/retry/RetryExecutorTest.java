@@ -321,7 +321,7 @@ class RetryExecutorTest {
     io.retrybudget.budget.RetryBudget remote = new io.retrybudget.budget.RetryBudget() {
       public String name() { return "remote"; }
       public void recordFirstAttempt() { }
-      public BudgetDecision tryAcquire() { throw new AssertionError("the async path asks acquire()"); }
+      public BudgetDecision acquireBlocking() { throw new AssertionError("the async path asks acquire()"); }
       public java.util.concurrent.CompletionStage<BudgetDecision> acquire() {
         CompletableFuture<BudgetDecision> answer = new CompletableFuture<>();
         answers.add(answer);
@@ -362,12 +362,12 @@ class RetryExecutorTest {
     io.retrybudget.budget.RetryBudget slow = new io.retrybudget.budget.RetryBudget() {
       public String name() { return "slow"; }
       public void recordFirstAttempt() { }
-      public BudgetDecision tryAcquire() {
+      public BudgetDecision acquireBlocking() {
         time.advance(80 * MS);
         return BudgetDecision.GRANTED;
       }
       public java.util.concurrent.CompletionStage<BudgetDecision> acquire() {
-        return CompletableFuture.completedFuture(tryAcquire());
+        return CompletableFuture.completedFuture(acquireBlocking());
       }
       public void close() { }
     };

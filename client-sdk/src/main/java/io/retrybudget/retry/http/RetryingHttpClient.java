@@ -49,7 +49,8 @@ public final class RetryingHttpClient implements AutoCloseable {
   }
 
   private static RetryExecutor executor(Builder b, RetryPolicy policy) {
-    RetryExecutor.Builder e = RetryExecutor.builder(policy).listener(b.listener);
+    RetryExecutor.Builder e = RetryExecutor.builder(policy);
+    b.listeners.forEach(e::listener);
     if (b.budget != null) {
       e.budget(b.budget);
     }
@@ -181,11 +182,24 @@ public final class RetryingHttpClient implements AutoCloseable {
     return b.build();
   }
 
-  /** The request's path and query on another replica's scheme, host and port. */
+  /**
+   * The request's path and query on another replica's scheme, host and port, byte for byte: built
+   * from the raw (still percent-encoded) parts, so {@code a%2Fb} stays one path segment and
+   * {@code q=x%26y} one query parameter.
+   */
   static java.net.URI onReplica(java.net.URI uri, java.net.URI replica) {
+    StringBuilder s = new StringBuilder(replica.getScheme()).append("://").append(replica.getRawAuthority());
+    if (uri.getRawPath() != null) {
+      s.append(uri.getRawPath());
+    }
+    if (uri.getRawQuery() != null) {
+      s.append('?').append(uri.getRawQuery());
+    }
+    if (uri.getRawFragment() != null) {
+      s.append('#').append(uri.getRawFragment());
+    }
     try {
-      return new java.net.URI(replica.getScheme(), replica.getRawAuthority() == null ? null : replica.getAuthority(),
-          uri.getPath(), uri.getQuery(), uri.getFragment());
+      return new java.net.URI(s.toString());
     } catch (java.net.URISyntaxException e) {
       throw new IllegalArgumentException("cannot move " + uri + " to replica " + replica, e);
     }
@@ -201,7 +215,7 @@ public final class RetryingHttpClient implements AutoCloseable {
     private final HttpClient http;
     private RetryPolicy policy = RetryPolicy.builder().build();
     private RetryBudget budget;
-    private RetryListener listener = RetryListener.NONE;
+    private final java.util.List<RetryListener> listeners = new java.util.ArrayList<>(1);
     private Clock clock = Clock.systemUTC();
     private boolean keysForNonIdempotent = true;
     private Consumer<RetryExecutor.Builder> customizer;
@@ -223,8 +237,9 @@ public final class RetryingHttpClient implements AutoCloseable {
       return this;
     }
 
+    /** Adds a listener of both executors (call again to add more; see {@link RetryExecutor.Builder#listener}). */
     public Builder listener(RetryListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener must not be null");
+      this.listeners.add(Objects.requireNonNull(listener, "listener must not be null"));
       return this;
     }
 

@@ -1,0 +1,219 @@
+package io.retrybudget.retry;
+
+import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.retry.CallState.Action;
+import io.retrybudget.retry.CallState.Attempt;
+import io.retrybudget.retry.CallState.Event;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/**
+ * Runs one asynchronous call: feeds events to its {@link CallState} under the state's monitor (one
+ * lock per call) and performs the actions each transition returns outside it — sending attempts,
+ * judging their answers (the policy's code), asking the budget, scheduling and cancelling timers,
+ * telling listeners, completing the caller's future. An action that throws (a scheduler that
+ * refuses a timer) ends the call with that failure instead of leaving it pending.
+ */
+final class AsyncCall<T> {
+  private final RetryExecutor x;
+  private final Supplier<? extends CompletionStage<T>> supplier; // the attempts, when they take no context
+  private final Function<AttemptContext, ? extends CompletionStage<T>> function; // or when they do
+  private final AttemptContext first;
+  private final CallState<T> state;
+  final CallFuture<T> result = new CallFuture<>(this);
+
+  AsyncCall(RetryExecutor x, Supplier<? extends CompletionStage<T>> supplier,
+      Function<AttemptContext, ? extends CompletionStage<T>> function, AttemptContext first, long start,
+      CompletableFuture<T> firstFuture) {
+    this.x = x;
+    this.supplier = supplier;
+    this.function = function;
+    this.first = first != null ? first : new AttemptContext(null);
+    this.state = new CallState<>(x.policy, x.planner, x.hedging, x.budget != null ? x.budget.name() : null,
+        this.first, start, firstFuture);
+  }
+
+  /** @param verdict non-null when the first attempt answered at once with a result the policy retries */
+  void start(T value, RetryPlanner.Verdict verdict, double random) {
+    fire(new CallState.Start(value, verdict, random));
+  }
+
+  void callerCompleted() {
+    fire(new CallState.Stop(RetryOutcome.CANCELLED, null));
+  }
+
+  void close() {
+    fire(new CallState.Stop(RetryOutcome.CLOSED, new IllegalStateException("RetryExecutor closed while the call ran")));
+  }
+
+  CallState.Snapshot snapshot() {
+    synchronized (state) {
+      return state.snapshot();
+    }
+  }
+
+  /** One transition under the lock, then its actions outside it. */
+  private void fire(Event event) {
+    List<Action> actions = new ArrayList<>(4);
+    synchronized (state) {
+      state.transition(event, actions, x.nanoClock.getAsLong());
+    }
+    perform(actions);
+  }
+
+  private void perform(List<Action> actions) {
+    for (int i = 0; i < actions.size(); i++) {
+      try {
+        perform(actions.get(i));
+      } catch (Throwable t) {
+        fire(new CallState.Stop(RetryOutcome.ERROR, t));
+      }
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private void perform(Action action) {
+    if (action instanceof CallState.StartAttempt a) {
+      send((Attempt<T>) a.attempt());
+    } else if (action instanceof CallState.Watch w) {
+      watch((Attempt<T>) w.attempt());
+    } else if (action instanceof CallState.Complete c) {
+      x.liveCalls.remove(this);
+      boolean ours = result.finish((T) c.value(), c.failure());
+      x.listeners.onOutcome(ours ? c.outcome() : RetryOutcome.CANCELLED, c.attempts());
+    } else if (action instanceof CallState.CancelAttempt c) {
+      c.future().cancel(true);
+    } else if (action instanceof CallState.CancelTimer c) {
+      c.handle().cancel();
+    } else if (action instanceof CallState.Schedule s) {
+      schedule(s);
+    } else if (action instanceof CallState.AskBudget a) {
+      askBudget(a.forHedge(), a.round());
+    } else if (action instanceof CallState.Notify n) {
+      switch (n.kind()) {
+        case RETRY_SCHEDULED -> x.listeners.onRetryScheduled(n.number(), n.delayNanos(), (Throwable) n.detail());
+        case BUDGET_DENIED -> x.listeners.onBudgetDenied((BudgetDecision) n.detail());
+        case HEDGE_DENIED -> x.listeners.onHedgeDenied((BudgetDecision) n.detail());
+        case HEDGE_WON -> x.listeners.onHedgeWon(n.number());
+      }
+    } else {
+      throw new IllegalArgumentException("unknown action " + action);
+    }
+  }
+
+  /** Schedules a timer; one a transition called off before or while it was scheduled is cancelled at once. */
+  @SuppressWarnings("unchecked")
+  private void schedule(CallState.Schedule s) {
+    synchronized (state) {
+      if (s.timer().cancelled) {
+        return; // called off already (an attempt that answered at once)
+      }
+    }
+    Runnable task = s.event() instanceof CallState.TimeoutDue t
+        ? () -> timedOut((Attempt<T>) t.attempt())
+        : () -> fire(s.event());
+    RetryScheduler.Cancellable handle = x.scheduler.schedule(task, Math.max(0, s.dueNanos() - x.nanoClock.getAsLong()));
+    boolean kept;
+    synchronized (state) {
+      kept = state.scheduled(s.timer(), handle);
+    }
+    if (!kept) {
+      handle.cancel();
+    }
+  }
+
+  /** Sends a retry or hedge (the first attempt was sent by {@code RetryExecutor.callAsync}). */
+  private void send(Attempt<T> attempt) {
+    if (attempt.hedge) {
+      x.listeners.onHedge(attempt.number);
+    } else {
+      x.listeners.onAttempt(attempt.number);
+    }
+    CompletableFuture<T> future;
+    try {
+      CompletionStage<T> stage = function != null
+          ? function.apply(first.next(attempt.number, attempt.hedge, attempt.number - 1)) : supplier.get();
+      future = stage.toCompletableFuture();
+    } catch (Throwable t) {
+      future = CompletableFuture.failedFuture(t);
+    }
+    List<Action> timeout = new ArrayList<>(1);
+    boolean kept;
+    synchronized (state) {
+      kept = state.sent(attempt, future, timeout);
+    }
+    if (!kept) {
+      future.cancel(true); // the call or round ended while this attempt was being sent
+      return;
+    }
+    perform(timeout);
+    watch(attempt);
+  }
+
+  private void watch(Attempt<T> attempt) {
+    attempt.future.whenComplete((value, error) -> settled(attempt, value, unwrap(error), false));
+  }
+
+  private void timedOut(Attempt<T> attempt) {
+    settled(attempt, null, new AttemptTimeoutException(java.time.Duration.ofNanos(attempt.allowedNanos)), true);
+  }
+
+  /** An attempt's answer: judged outside the lock (the policy's code), then handed to the transition. */
+  private void settled(Attempt<T> attempt, T value, Throwable failure, boolean timedOut) {
+    synchronized (state) {
+      if (!state.isRunning(attempt)) {
+        return; // stale: do not run the policy's code for it
+      }
+    }
+    RetryPlanner.Verdict verdict;
+    double random;
+    try {
+      verdict = x.planner.judge(value, failure);
+      random = verdict.retryable() ? x.random.getAsDouble() : 0;
+    } catch (Throwable t) {
+      fire(new CallState.Stop(RetryOutcome.ERROR, t));
+      return;
+    }
+    fire(new CallState.AttemptDone(attempt, value, failure, verdict, random, timedOut));
+  }
+
+  /**
+   * Asks the budget. The answer is acted on at once when it came on this thread (a local budget,
+   * a cached refusal), else on the scheduler, so neither listeners, hedges nor the caller's
+   * continuations run on Redis's I/O thread or a JDK timer thread. No answer counts as a refusal.
+   */
+  private void askBudget(boolean forHedge, int askedRound) {
+    CompletionStage<BudgetDecision> answer;
+    try {
+      answer = x.budget.acquire();
+    } catch (Throwable t) {
+      answer = CompletableFuture.completedFuture(null);
+    }
+    Thread asking = Thread.currentThread();
+    answer.whenComplete((decision, error) -> {
+      Runnable deliver = () -> fire(new CallState.BudgetAnswered(forHedge, askedRound, error == null ? decision : null));
+      if (Thread.currentThread() == asking) {
+        deliver.run();
+        return;
+      }
+      try {
+        x.scheduler.schedule(deliver, 0);
+      } catch (RuntimeException rejected) {
+        deliver.run(); // the scheduler is shut down: finish here rather than never
+      }
+    });
+  }
+
+  private static Throwable unwrap(Throwable error) {
+    while ((error instanceof CompletionException || error instanceof ExecutionException) && error.getCause() != null) {
+      error = error.getCause();
+    }
+    return error;
+  }
+}

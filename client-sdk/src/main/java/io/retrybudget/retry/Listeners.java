@@ -1,0 +1,103 @@
+package io.retrybudget.retry;
+
+import io.retrybudget.budget.BudgetDecision;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The listeners of one executor, each isolated: what one throws is caught, logged once for that
+ * listener, and changes nothing else (as Failsafe's {@code EventListener.acceptUnchecked}). A loop
+ * over an array: nothing is allocated per event.
+ */
+final class Listeners {
+  private static final Logger LOG = Logger.getLogger("io.retrybudget.retry");
+  private final RetryListener[] all;
+  private final AtomicIntegerArray logged;
+
+  Listeners(List<RetryListener> listeners) {
+    this.all = listeners.toArray(new RetryListener[0]);
+    this.logged = new AtomicIntegerArray(all.length);
+  }
+
+  private void failed(int i, Throwable t) {
+    if (t instanceof VirtualMachineError e) {
+      throw e;
+    }
+    if (logged.compareAndSet(i, 0, 1)) {
+      LOG.log(Level.WARNING, "retry listener " + all[i].getClass().getName()
+          + " threw (ignored; further failures of this listener are not logged)", t);
+    }
+  }
+
+  void onAttempt(int attempt) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onAttempt(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onHedge(int attempt) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onHedge(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onHedgeWon(int attempt) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onHedgeWon(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onHedgeDenied(BudgetDecision decision) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onHedgeDenied(decision);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onRetryScheduled(int nextAttempt, long delayNanos, Throwable failure) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onRetryScheduled(nextAttempt, delayNanos, failure);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onBudgetDenied(BudgetDecision decision) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onBudgetDenied(decision);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onOutcome(RetryOutcome outcome, int attempts) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onOutcome(outcome, attempts);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+}
