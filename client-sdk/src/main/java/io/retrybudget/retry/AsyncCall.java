@@ -128,12 +128,23 @@ final class AsyncCall<T> {
     }
   }
 
-  /** Sends a retry or hedge (the first attempt was sent by {@code RetryExecutor.callAsync}). */
+  /**
+   * Sends a retry or hedge (the first attempt was sent by {@code RetryExecutor.callAsync}), unless
+   * the call or its round ended since the transition that reserved it (the caller, a listener, an
+   * earlier action of the same batch): looked at before the listeners are told and again right
+   * before the attempt function runs. What ends the call after that is caught by {@code sent}.
+   */
   private void send(Attempt<T> attempt) {
+    if (!stillRunning(attempt)) {
+      return;
+    }
     if (attempt.hedge) {
       x.listeners.onHedge(attempt.number);
     } else {
       x.listeners.onAttempt(attempt.number);
+    }
+    if (!stillRunning(attempt)) {
+      return; // a listener (a client-side limiter, say) or another thread ended the call: send nothing
     }
     CompletableFuture<T> future;
     try {
@@ -154,6 +165,12 @@ final class AsyncCall<T> {
     }
     perform(timeout);
     watch(attempt);
+  }
+
+  private boolean stillRunning(Attempt<T> attempt) {
+    synchronized (state) {
+      return state.isRunning(attempt);
+    }
   }
 
   private void watch(Attempt<T> attempt) {

@@ -387,6 +387,12 @@ final class CallState<T> {
 
   /** ENDED: the future completed, then every timer called off and every attempt cancelled. */
   private void end(List<Action> out, RetryOutcome why, Object value, Throwable failure) {
+    if (phase == Phase.NEW) {
+      // ended before Start (close() between registering the call and starting it): the first
+      // attempt was sent already and is in no running set yet
+      attempts = 1;
+      out.add(new CancelAttempt(firstFuture));
+    }
     phase = Phase.ENDED;
     out.add(new Complete(value, failure, why, attempts));
     cancel(out, backoff);

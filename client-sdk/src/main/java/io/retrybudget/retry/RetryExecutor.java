@@ -44,7 +44,7 @@ public final class RetryExecutor implements AutoCloseable {
   final DoubleSupplier random;
   final Listeners listeners;
   final HedgePolicy hedging;
-  final Set<AsyncCall<?>> liveCalls = ConcurrentHashMap.newKeySet();
+  final Set<AsyncCall<?>> liveCalls; // the async calls still running, for close()
   private final ScheduledExecutorService ownedExecutor;
   private volatile boolean closed;
 
@@ -70,6 +70,7 @@ public final class RetryExecutor implements AutoCloseable {
     this.random = b.random;
     this.listeners = new Listeners(b.listeners);
     this.hedging = b.hedging;
+    this.liveCalls = b.liveCalls != null ? b.liveCalls : ConcurrentHashMap.newKeySet();
   }
 
   public static Builder builder(RetryPolicy policy) {
@@ -201,6 +202,7 @@ public final class RetryExecutor implements AutoCloseable {
     private DoubleSupplier random = () -> ThreadLocalRandom.current().nextDouble();
     private final List<RetryListener> listeners = new ArrayList<>(1);
     private HedgePolicy hedging;
+    private Set<AsyncCall<?>> liveCalls;
 
     private Builder(RetryPolicy policy) {
       this.policy = Objects.requireNonNull(policy, "policy must not be null");
@@ -255,6 +257,17 @@ public final class RetryExecutor implements AutoCloseable {
      */
     public Builder hedging(HedgePolicy hedging) {
       this.hedging = Objects.requireNonNull(hedging, "hedging must not be null");
+      return this;
+    }
+
+    /**
+     * The set the executor registers its running async calls in (a concurrent one, used by this
+     * executor alone); by default a new {@code ConcurrentHashMap} key set. Package-private: a seam
+     * for tests that act at the moment a call is registered (a {@code close()} racing
+     * {@code callAsync}).
+     */
+    Builder liveCalls(Set<AsyncCall<?>> liveCalls) {
+      this.liveCalls = Objects.requireNonNull(liveCalls, "liveCalls must not be null");
       return this;
     }
 

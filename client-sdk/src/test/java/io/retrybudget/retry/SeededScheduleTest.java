@@ -21,8 +21,12 @@ import org.junit.jupiter.api.Test;
  * that succeed, fail, hang or complete after they were cancelled, timers whose cancellation comes
  * too late (they fire anyway), hedging on and off, the caller
  * cancelling or completing at random moments. After every step it checks the invariants of
- * {@code AsyncCall}. {@code -Dschedules=N} runs N schedules (default 10,000); a failure names its
- * seed ({@code -Dseed=S} replays one).
+ * {@code AsyncCall} against what the world really has outstanding (its own timers, budget requests
+ * and attempt futures, not the state's view of them). About a quarter of the schedules have no
+ * deadline, so that the deadline's backstop timer cannot hide a lost event: every call must still
+ * end. What is seen inside an attempt function is recorded and checked by the driver (the executor
+ * turns what an attempt function throws into a failed attempt). {@code -Dschedules=N} runs N
+ * schedules (default 10,000); a failure names its seed ({@code -Dseed=S} replays one).
  */
 class SeededScheduleTest {
   private static final long MS = 1_000_000L;
@@ -55,13 +59,17 @@ class SeededScheduleTest {
     }
   }
 
+  private record BudgetRequest(CompletableFuture<BudgetDecision> answer, boolean forRetry, int round) {}
+
   /** The world of one schedule: a virtual clock, a late scheduler, a budget and attempts that misbehave. */
   private static final class World implements RetryScheduler, RetryBudget {
     final SplittableRandom rnd;
     final PriorityQueue<Event> queue = new PriorityQueue<>();
     final List<Event> timers = new ArrayList<>();
-    final List<CompletableFuture<BudgetDecision>> budgetAnswers = new ArrayList<>();
+    final List<BudgetRequest> budgetRequests = new ArrayList<>();
     final List<CompletableFuture<String>> attemptFutures = new ArrayList<>();
+    final List<String> violations = new ArrayList<>(); // seen inside attempt functions, checked by the driver
+    CallFuture<String> call; // null until callAsync returned
     final long maxLate;
     long now = 1_000_000_000L;
     long seq;
@@ -127,7 +135,11 @@ class SeededScheduleTest {
         return CompletableFuture.completedFuture(d);
       }
       CompletableFuture<BudgetDecision> answer = new CompletableFuture<>();
-      budgetAnswers.add(answer);
+      // what the request is for, as the call stands when it asks: a retry (ASKING; also a retryable
+      // first answer inside callAsync, before it returned) or a hedge of the current round
+      CallState.Snapshot s = call != null ? call.call().snapshot() : null;
+      boolean forRetry = s == null || s.phase() == CallState.Phase.ASKING;
+      budgetRequests.add(new BudgetRequest(answer, forRetry, s == null ? 1 : s.round()));
       long after = mode <= 7 ? rnd.nextLong(20 * MS) : rnd.nextLong(400 * MS); // slow, or late
       at(now + after, () -> {
         if (mode == 9) {
@@ -142,10 +154,11 @@ class SeededScheduleTest {
     @Override
     public void close() {}
 
-    int pendingBudgetAnswers() {
+    /** Budget requests still unanswered: for the call's retry, or for a hedge of {@code round}. */
+    int pendingBudgetRequests(boolean forRetry, int round) {
       int n = 0;
-      for (CompletableFuture<BudgetDecision> a : budgetAnswers) {
-        if (!a.isDone()) {
+      for (BudgetRequest b : budgetRequests) {
+        if (!b.answer.isDone() && b.forRetry == forRetry && (forRetry || b.round == round)) {
           n++;
         }
       }
@@ -214,9 +227,14 @@ class SeededScheduleTest {
     SplittableRandom r = w.rnd;
     int maxAttempts = 1 + r.nextInt(6);
     long deadlineNanos = (50 + r.nextInt(450)) * MS;
+    // a quarter without a deadline (then always with an attempt timeout): no backstop timer
+    boolean hasDeadline = r.nextInt(4) != 0;
     RetryPolicy.Builder pb = RetryPolicy.builder().maxAttempts(maxAttempts)
-        .backoff(Duration.ofMillis(1 + r.nextInt(50)), Duration.ofMillis(200)).deadline(Duration.ofNanos(deadlineNanos));
-    if (r.nextBoolean()) {
+        .backoff(Duration.ofMillis(1 + r.nextInt(50)), Duration.ofMillis(200));
+    if (hasDeadline) {
+      pb.deadline(Duration.ofNanos(deadlineNanos));
+    }
+    if (!hasDeadline || r.nextBoolean()) {
       pb.attemptTimeout(Duration.ofNanos(Math.min(deadlineNanos, (10 + r.nextInt(100)) * MS)));
     }
     pb.<String>retryOnResult("again"::equals);
@@ -245,8 +263,13 @@ class SeededScheduleTest {
     int[] started = new int[1];
     CompletableFuture<String> returned = executor.callAsync(ctx -> {
       started[0]++;
-      assertTrue(w.now - start < deadlineNanos, "an attempt started after the deadline");
-      assertTrue(started[0] <= maxAttempts, "more attempts than maxAttempts");
+      // recorded, not thrown: the executor turns what an attempt function throws into a failed attempt
+      if (hasDeadline && w.now - start >= deadlineNanos) {
+        w.violations.add("an attempt started " + (w.now - start) / MS + " ms into a " + deadlineNanos / MS + " ms deadline");
+      }
+      if (w.call != null && w.call.isDone()) {
+        w.violations.add("attempt " + ctx.attempt() + " started after the call ended");
+      }
       return w.attempt(ctx.attempt());
     });
     if (!(returned instanceof CallFuture)) {
@@ -258,6 +281,7 @@ class SeededScheduleTest {
       return 0;
     }
     CallFuture<String> call = (CallFuture<String>) returned;
+    w.call = call;
     int callerMove = r.nextInt(4); // 0: cancel, 1: complete, 2: completeExceptionally, 3: wait
     if (callerMove < 3) {
       w.at(w.now + r.nextLong(deadlineNanos + 50 * MS), () -> {
@@ -268,9 +292,10 @@ class SeededScheduleTest {
         }
       }, false);
     }
-    long endBy = start + deadlineNanos + w.maxLate;
+    long endBy = hasDeadline ? start + deadlineNanos + w.maxLate : Long.MAX_VALUE;
     long steps = 0;
-    check(w, call, maxAttempts, maxHedges, started[0]);
+    Invariants inv = new Invariants(w, call, outcomes, maxAttempts, maxHedges, hasDeadline);
+    inv.check(started[0]);
     while (!w.queue.isEmpty()) {
       Event e = w.queue.poll();
       if (e.cancelled && !e.firesEvenIfCancelled) {
@@ -283,9 +308,9 @@ class SeededScheduleTest {
       e.ran = true;
       e.run.run();
       steps++;
-      check(w, call, maxAttempts, maxHedges, started[0]);
+      inv.check(started[0]);
     }
-    assertTrue(call.isDone(), "the call ended");
+    assertTrue(call.isDone(), "the call ended (with no deadline too: no event was lost)");
     assertEquals(1, outcomes.size(), "one outcome reported: " + outcomes);
     assertTrue(outcomes.get(0) != RetryOutcome.ERROR, "no call ended by a broken invariant or a failing step");
     if (budgeted) {
@@ -294,26 +319,45 @@ class SeededScheduleTest {
     return steps;
   }
 
-  /** The invariants, after every step. */
-  private static void check(World w, CallFuture<String> call, int maxAttempts, int maxHedges, int started) {
-    CallState.Snapshot s = call.call().snapshot();
-    assertTrue(s.attempts() <= maxAttempts && started <= maxAttempts, "attempts <= maxAttempts");
-    assertTrue(s.hedgesInRound() <= maxHedges, "hedges per round <= maxHedges");
-    assertTrue(s.runningAllInRound(), "every running attempt belongs to the current round");
-    assertTrue(s.running() == 0 || s.phase() == CallState.Phase.RUNNING, "attempts run only in a running round");
-    assertTrue(!(s.backoffArmed() && s.running() > 0), "never a backoff beside a running round");
-    if (call.isDone()) {
-      assertEquals(CallState.Phase.ENDED, s.phase(), "a completed call is ENDED");
-      assertEquals(0, s.running(), "a completed call has no attempt left");
-      assertEquals(0, w.hangingAttempts(), "every attempt of a completed call is done or cancelled");
-      assertEquals(0, w.liveTimers(), "a completed call has no timer left");
-      assertEquals(0, s.budgetWaits(), "a completed call waits for no budget answer");
-    } else {
+  /** The invariants, after every step, against what the world really has outstanding. */
+  private record Invariants(World w, CallFuture<String> call, List<RetryOutcome> outcomes, int maxAttempts,
+      int maxHedges, boolean hasDeadline) {
+    void check(int started) {
+      CallState.Snapshot s = call.call().snapshot();
+      assertEquals(List.of(), w.violations, "invariants broken inside attempt functions");
+      assertTrue(s.attempts() <= maxAttempts && started <= maxAttempts, "attempts <= maxAttempts");
+      assertTrue(s.hedgesInRound() <= maxHedges, "hedges per round <= maxHedges");
+      assertTrue(s.runningAllInRound(), "every running attempt belongs to the current round");
+      assertTrue(s.running() == 0 || s.phase() == CallState.Phase.RUNNING, "attempts run only in a running round");
+      assertTrue(!(s.backoffArmed() && s.running() > 0), "never a backoff beside a running round");
+      assertEquals(s.running(), w.hangingAttempts(), "the attempts running are exactly the requests out");
+      assertEquals(call.isDone() ? 1 : 0, outcomes.size(), "one outcome, told when the call ends: " + outcomes);
+      int deadlineTimer = hasDeadline ? 1 : 0;
+      if (call.isDone()) {
+        assertEquals(CallState.Phase.ENDED, s.phase(), "a completed call is ENDED");
+        assertEquals(0, s.running(), "a completed call has no attempt left");
+        assertEquals(0, w.liveTimers(), "a completed call has no timer left");
+        return; // budget answers may still come: they are ignored (the outcome above stays one)
+      }
       assertTrue(s.phase() != CallState.Phase.ENDED, "an ENDED call has completed its future");
+      int retryAsks = w.pendingBudgetRequests(true, 0);
       switch (s.phase()) {
-        case RUNNING -> assertTrue(s.running() > 0 && w.hangingAttempts() > 0, "a running round has an attempt out");
-        case ASKING -> assertTrue(s.budgetWaits() == 1, "asking the budget: one request out");
-        case BACKING_OFF -> assertTrue(s.backoffArmed() && w.liveTimers() > 0, "backing off: the timer is armed");
+        case RUNNING -> {
+          assertTrue(s.running() > 0, "a running round has an attempt out");
+          assertEquals(0, retryAsks, "running: no retry waits for the budget");
+          if (s.budgetWaits() > 0) {
+            assertTrue(w.pendingBudgetRequests(false, s.round()) > 0, "a hedge of this round really waits for the budget");
+          }
+        }
+        case ASKING -> {
+          assertEquals(1, retryAsks, "asking the budget: exactly one request for the retry really out");
+          assertEquals(deadlineTimer, w.liveTimers(), "asking: no timer but the deadline's");
+        }
+        case BACKING_OFF -> {
+          assertEquals(0, retryAsks, "backing off: the budget has answered");
+          assertTrue(s.backoffArmed(), "backing off: the state has a backoff timer");
+          assertEquals(1 + deadlineTimer, w.liveTimers(), "backing off: the scheduler holds the backoff (and deadline) timer");
+        }
         default -> throw new AssertionError("an open call in phase " + s.phase());
       }
     }
@@ -380,12 +424,14 @@ class SeededScheduleTest {
       b.budget(budget);
     }
     int[] started = new int[1];
+    List<String> violations = new ArrayList<>(); // recorded inside the callable, checked here
     Object answer;
     try {
       answer = b.build().call(() -> {
         started[0]++;
-        assertTrue(now[0] < deadlineNanos, "an attempt started at " + now[0] / MS + " ms, past the deadline");
-        assertTrue(started[0] <= maxAttempts, "more attempts than maxAttempts");
+        if (now[0] >= deadlineNanos) {
+          violations.add("an attempt started at " + now[0] / MS + " ms, past the " + deadlineNanos / MS + " ms deadline");
+        }
         now[0] += r.nextLong(40 * MS);
         int mode = r.nextInt(5);
         if (mode == 0) {
@@ -396,6 +442,8 @@ class SeededScheduleTest {
     } catch (Exception e) {
       answer = e;
     }
+    assertEquals(List.of(), violations);
+    assertTrue(started[0] <= maxAttempts, started[0] + " attempts, more than maxAttempts " + maxAttempts);
     assertEquals(1, outcomes.size(), "one outcome: " + outcomes);
     assertEquals(answer.equals("ok"), outcomes.get(0) == RetryOutcome.SUCCESS, "outcome " + outcomes + " for " + answer);
     if (outcomes.get(0) == RetryOutcome.BUDGET_EXHAUSTED) {
