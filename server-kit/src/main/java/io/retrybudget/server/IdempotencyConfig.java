@@ -12,6 +12,7 @@ import java.util.function.Function;
  */
 public final class IdempotencyConfig {
   private final String keyHeader;
+  private final java.util.Set<String> methods;
   private final boolean required;
   private final int maxKeyLength;
   private final Function<RequestView, String> callerIdentity;
@@ -29,6 +30,7 @@ public final class IdempotencyConfig {
 
   private IdempotencyConfig(Builder b) {
     this.keyHeader = b.keyHeader;
+    this.methods = b.methods;
     this.required = b.required;
     this.maxKeyLength = b.maxKeyLength;
     this.callerIdentity = b.callerIdentity;
@@ -55,6 +57,11 @@ public final class IdempotencyConfig {
 
   public boolean required() {
     return required;
+  }
+
+  /** The methods that are guarded (upper case); others pass through untouched. */
+  public java.util.Set<String> methods() {
+    return methods;
   }
 
   public int maxKeyLength() {
@@ -112,6 +119,7 @@ public final class IdempotencyConfig {
 
   public static final class Builder {
     private String keyHeader = "Idempotency-Key";
+    private java.util.Set<String> methods = java.util.Set.of("POST", "PATCH");
     private boolean required = true;
     private int maxKeyLength = 255;
     private Function<RequestView, String> callerIdentity = r -> "";
@@ -134,6 +142,25 @@ public final class IdempotencyConfig {
         throw new IllegalArgumentException("keyHeader must be a header name, was " + name);
       }
       this.keyHeader = name;
+      return this;
+    }
+
+    /**
+     * The methods guarded (default POST and PATCH, the non-idempotent ones the draft is for);
+     * requests of other methods on the same route pass through untouched.
+     */
+    public Builder methods(java.util.Set<String> methods) {
+      if (methods == null || methods.isEmpty()) {
+        throw new IllegalArgumentException("methods must name at least one method, was " + methods);
+      }
+      java.util.Set<String> upper = new java.util.HashSet<>();
+      for (String m : methods) {
+        if (m == null || m.isBlank()) {
+          throw new IllegalArgumentException("methods must hold method names, had '" + m + "'");
+        }
+        upper.add(m.strip().toUpperCase(Locale.ROOT));
+      }
+      this.methods = java.util.Set.copyOf(upper);
       return this;
     }
 

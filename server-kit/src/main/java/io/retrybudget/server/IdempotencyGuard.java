@@ -92,6 +92,9 @@ public final class IdempotencyGuard implements AutoCloseable {
 
   /** Decides what to do with a request. Never fails: Redis trouble becomes 503 or an unguarded run. */
   public CompletableFuture<Begin> begin(RequestView request) {
+    if (!config.methods().contains(request.method().toUpperCase(Locale.ROOT))) {
+      return CompletableFuture.completedFuture(new Execute(new Execution(null))); // not a guarded method
+    }
     String raw = request.header(config.keyHeader());
     if (raw == null) {
       if (config.required()) {

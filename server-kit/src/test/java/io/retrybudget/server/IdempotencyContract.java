@@ -79,6 +79,12 @@ abstract class IdempotencyContract {
   }
 
   @Test
+  void otherMethodsOnTheRoutePassThroughWithoutAKey() {
+    HttpResponse<String> r = http.get("/payments");
+    assertEquals(405, r.statusCode(), "the application's own answer for GET, not the guard's 400: " + r.body());
+  }
+
+  @Test
   void anInvalidKeyIs400() {
     HttpResponse<String> r = http.post("/payments", "\"unterminated", "{\"amount\":5}");
     assertEquals(400, r.statusCode());
