@@ -36,9 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Tied vs hedged vs neither in the Tail-at-Scale setting, on real loopback HTTP: two replicas, each
- * serving one request at a time from a FIFO queue (service time U[1, 3] ms; with probability
- * {@code --pause-probability} a service start stalls {@code --pause-ms}, like a GC pause), open-loop
- * load. Tied copies claim their tie (Redis) when they reach the head of a queue, so the loser
+ * serving its FIFO queue with {@code --workers} workers (service time U[1, 3] ms; with probability
+ * {@code --pause-probability} a worker stalls {@code --pause-ms} before it starts a request, like a
+ * GC pause), open-loop load. Tied copies claim their tie (Redis) when they reach the head of a queue, so the loser
  * does no work; hedges (the SDK's fixed-delay hedging) both run. Reports p50, p99, p99.9 and the
  * extra work (executions per request - 1).
  */
@@ -54,9 +54,11 @@ public final class TiesBench {
     private final TieGuard ties;
     private final double pauseProbability;
     private final long pauseMs;
-    private boolean busy;
+    private final int workers;
+    private int busy;
 
-    Replica(Vertx vertx, TieGuard ties, long seed, double pauseProbability, long pauseMs) {
+    Replica(Vertx vertx, TieGuard ties, long seed, double pauseProbability, long pauseMs, int workers) {
+      this.workers = workers;
       this.vertx = vertx;
       this.ties = ties;
       this.random = new SplittableRandom(seed);
@@ -66,18 +68,29 @@ public final class TiesBench {
 
     void arrive(RoutingContext ctx) {
       queue.add(ctx);
-      if (!busy) {
+      if (busy < workers) {
+        busy++;
         next();
       }
     }
 
+    /** One worker takes the head of the queue (or goes idle). */
     private void next() {
       RoutingContext ctx = queue.poll();
       if (ctx == null) {
-        busy = false;
+        busy--;
         return;
       }
-      busy = true;
+      // the stall (a GC pause, a noisy neighbour) comes before the request really starts: a tied
+      // copy claims its tie only once it starts, so the other replica's copy can win meanwhile
+      if (random.nextDouble() < pauseProbability) {
+        vertx.setTimer(pauseMs, t -> start(ctx));
+      } else {
+        start(ctx);
+      }
+    }
+
+    private void start(RoutingContext ctx) {
       Future.fromCompletionStage(ties.begin(VertxIdempotency.view(ctx)), vertx.getOrCreateContext()).onComplete(d -> {
         if (d.succeeded() && d.result() == TieGuard.Decision.LOST) {
           VertxIdempotency.write(ctx.response(), TieGuard.lostAnswer());
@@ -89,8 +102,7 @@ public final class TiesBench {
           return;
         }
         executions.incrementAndGet();
-        long ms = 1 + random.nextInt(3) + (random.nextDouble() < pauseProbability ? pauseMs : 0);
-        vertx.setTimer(ms, t -> {
+        vertx.setTimer(1 + random.nextInt(3), t -> {
           VertxIdempotency.write(ctx.response(), new StoredResponse(200, List.of(), "ok".getBytes()));
           next();
         });
@@ -105,13 +117,15 @@ public final class TiesBench {
     double pauseProbability = Double.parseDouble(o.getOrDefault("pause-probability", "0.01"));
     long pauseMs = Long.parseLong(o.getOrDefault("pause-ms", "50"));
     long hedgeMs = Long.parseLong(o.getOrDefault("hedge-ms", "10"));
+    int workers = Integer.parseInt(o.getOrDefault("workers", "1"));
     Path out = Path.of(o.getOrDefault("out", "bench/results/ties"));
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }
-    StringBuilder summary = new StringBuilder(String.format("tail at scale: 2 replicas, FIFO one at a time, service U[1,3] ms, "
-        + "pause %d ms with probability %.3f per service start, %d requests/s open loop for %d s; tie delay 1 ms, hedge delay %d ms%n",
-        pauseMs, pauseProbability, rate, seconds, hedgeMs));
+    StringBuilder summary = new StringBuilder(String.format("tail at scale: 2 replicas, FIFO served by %d worker(s) each, service U[1,3] ms, "
+        + "a stall of %d ms with probability %.3f before a request starts, %d requests/s open loop for %d s; tie delay 1 ms, hedge delay %d ms%n",
+        workers, pauseMs, pauseProbability, rate, seconds, hedgeMs));
+    List<LineChart.Series> curves = new ArrayList<>();
     summary.append(String.format("%-8s %8s %8s %8s %9s %9s %11s%n", "mode", "requests", "ok", "p50 ms", "p99 ms", "p99.9 ms", "extra work"));
     try (RedisServerProcess redis = RedisServerProcess.start();
          RedisBudgetStore store = RedisBudgetStore.connect(RedisConnectionOptions.standalone(redis.uri()).build())) {
@@ -122,7 +136,7 @@ public final class TiesBench {
           List<Replica> replicas = new ArrayList<>();
           List<URI> uris = new ArrayList<>();
           for (int i = 0; i < 2; i++) {
-            Replica r = new Replica(vertx, ties, 7 + i, pauseProbability, pauseMs);
+            Replica r = new Replica(vertx, ties, 7 + i, pauseProbability, pauseMs, workers);
             replicas.add(r);
             Router router = Router.router(vertx);
             router.get("/work").handler(r::arrive);
@@ -154,6 +168,13 @@ public final class TiesBench {
               pct(sorted, 0.50), pct(sorted, 0.99), pct(sorted, 0.999), executions / (double) latencies.length - 1);
           summary.append(line);
           System.out.print(line);
+          // latency at percentiles 50, 60, ..., 90, 95, 99, 99.5, 99.9 for the chart
+          double[] ps = {0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.995, 0.999};
+          double[] ys = new double[ps.length];
+          for (int i = 0; i < ps.length; i++) {
+            ys[i] = pct(sorted, ps[i]);
+          }
+          curves.add(new LineChart.Series(mode, ys));
           closing.close();
         } finally {
           vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -161,6 +182,8 @@ public final class TiesBench {
       }
     }
     Files.writeString(Path.of(out + "-summary.txt"), summary);
+    LineChart.write(Path.of(out + "-percentiles.png"), "Latency by percentile: neither, hedged (" + hedgeMs + " ms), tied (1 ms)",
+        "percentile: 50 60 70 80 90 95 99 99.5 99.9 (index)", "latency ms (log)", curves, true);
     System.out.print(summary);
   }
 
