@@ -1,0 +1,95 @@
+package io.retrybudget.server;
+
+import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The claim primitive in Redis, shared by the idempotency-key store and tied requests: claim a
+ * record with a fencing token and a lease, then complete it with an answer or release it, both
+ * fenced. Runs {@code lua/idempotency-*.lua} by SHA over the process's one Redis connection
+ * ({@link RedisBudgetStore}, which reloads them on NOSCRIPT). Every call is asynchronous and ends
+ * within {@code timeout}, failing its future when Redis is slow or gone; none throws.
+ *
+ * <p>Keys: {@code rb:idem:v1:{<hash>}} and {@code rb:tie:v1:{<hash>}} — a layout version, and the
+ * hash (SHA-256 of the scope, 128 bits in hex) as the Cluster hash tag; one key per record.
+ */
+public final class ClaimStore {
+  static final LuaScript CLAIM = LuaScript.load("idempotency-claim.lua");
+  static final LuaScript COMPLETE = LuaScript.load("idempotency-complete.lua");
+  static final LuaScript RELEASE = LuaScript.load("idempotency-release.lua");
+
+  public static final String IDEMPOTENCY_PREFIX = "rb:idem:v1:";
+  public static final String TIE_PREFIX = "rb:tie:v1:";
+
+  private final RedisBudgetStore redis;
+  private final Duration timeout;
+
+  /** Over a connection the caller owns (and closes); {@code timeout} bounds each call. */
+  public ClaimStore(RedisBudgetStore redis, Duration timeout) {
+    this.redis = Objects.requireNonNull(redis, "redis must not be null");
+    if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("timeout must be positive, was " + timeout);
+    }
+    this.timeout = timeout;
+  }
+
+  /** The record key of an idempotency scope (parts: caller, method, route, key). */
+  public static String idempotencyKey(String... scope) {
+    return IDEMPOTENCY_PREFIX + "{" + Fingerprint.hash(scope).substring(0, 32) + "}";
+  }
+
+  /** The record key of a tie id. */
+  public static String tieKey(String tieId) {
+    return TIE_PREFIX + "{" + Fingerprint.hash(tieId).substring(0, 32) + "}";
+  }
+
+  public Duration timeout() {
+    return timeout;
+  }
+
+  public CompletableFuture<Claim> claim(String key, String fingerprint, Duration lease) {
+    long ms = Math.max(1, lease.toMillis());
+    return run(CLAIM, key, fingerprint, Long.toString(ms)).thenApply(reply -> parseClaim(key, reply));
+  }
+
+  /** Stores {@code response} under the claim: true when stored, false when fenced off. */
+  public CompletableFuture<Boolean> complete(Claim.Claimed claim, StoredResponse response, Duration ttl) {
+    return run(COMPLETE, claim.key(), Long.toString(claim.fence()), Integer.toString(response.status()),
+        response.encodedHeaders(), response.encodedBody(), Long.toString(Math.max(1, ttl.toMillis())))
+        .thenApply(reply -> "stored".equals(reply.get(0)));
+  }
+
+  /** Gives the claim up: true when released, false when it was no longer this holder's. */
+  public CompletableFuture<Boolean> release(Claim.Claimed claim) {
+    return run(RELEASE, claim.key(), Long.toString(claim.fence())).thenApply(reply -> "released".equals(reply.get(0)));
+  }
+
+  private CompletableFuture<List<Object>> run(LuaScript script, String key, String... args) {
+    return redis.run(script, new String[] {key}, args).orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
+  private static Claim parseClaim(String key, List<Object> reply) {
+    String what = String.valueOf(reply.get(0));
+    switch (what) {
+      case "claimed":
+        return new Claim.Claimed(key, Long.parseLong(String.valueOf(reply.get(1))), "takeover".equals(reply.get(2)));
+      case "busy":
+        return new Claim.Busy(Long.parseLong(String.valueOf(reply.get(1))));
+      case "mismatch":
+        return new Claim.Mismatch();
+      case "done":
+        return new Claim.Done(StoredResponse.decode(str(reply, 1), str(reply, 2), str(reply, 3)));
+      default:
+        throw new IllegalStateException("unexpected reply of " + CLAIM + ": " + reply);
+    }
+  }
+
+  private static String str(List<Object> reply, int i) {
+    return i < reply.size() && reply.get(i) != null ? String.valueOf(reply.get(i)) : "";
+  }
+}

@@ -1,0 +1,145 @@
+package io.retrybudget.server;
+
+import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.retry.RetryBudgetExhaustedException;
+import io.retrybudget.retry.RetryExecutor;
+import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.http.HttpRetryRules;
+import io.retrybudget.retry.http.RetryingHttpClient;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+
+/**
+ * Retry at the edge, suppress in the middle: a service that calls others marks itself a middle
+ * layer by sending its downstream calls through this. An inbound first attempt calls downstream
+ * with the full policy (retries within the budget); an inbound retry ({@code X-Retry-Attempt} > 1)
+ * calls with one attempt, since a layer above is already retrying. When the downstream call was
+ * refused by the budget, failed after this layer's attempts, or was told not to retry, the answer
+ * upstream says "do not retry" ({@link Downstream#suppressedAnswer()}), so the layers above do not
+ * multiply the attempts: A → B → C with three attempts each is 27 calls at C; this makes it about
+ * one plus the budget's ratio.
+ *
+ * <p>Inbound retry headers are consumed here, never forwarded: the SDK's client numbers its own
+ * attempts, and {@link #forwardable(String)} says which inbound headers may be copied downstream.
+ * Uses the SDK's public {@link RetryingHttpClient} only.
+ */
+public final class MiddleLayer implements AutoCloseable {
+  /** Headers between layers that belong to one hop and are never copied downstream. */
+  public static final Set<String> CONSUMED_HEADERS = Set.of(
+      "x-retry-attempt", "x-retry-pushback-ms", "retry-after", "idempotency-key", "idempotent-replayed",
+      // hop-by-hop (RFC 9110 7.6.1) and what the client sets itself
+      "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection",
+      "host", "content-length", "expect");
+
+  private final RetryingHttpClient retrying;
+  private final RetryingHttpClient single;
+
+  private MiddleLayer(Builder b) {
+    this.retrying = client(b, b.policy);
+    this.single = client(b, b.policy.toBuilder().maxAttempts(1).build());
+  }
+
+  private static RetryingHttpClient client(Builder b, RetryPolicy policy) {
+    RetryingHttpClient.Builder c = RetryingHttpClient.builder(b.http).policy(policy);
+    if (b.budget != null) {
+      c.budget(b.budget);
+    }
+    if (b.executor != null) {
+      c.executor(b.executor);
+    }
+    return c.build();
+  }
+
+  public static Builder builder(HttpClient http) {
+    return new Builder(http);
+  }
+
+  /** Whether an inbound header may be copied onto a downstream request. */
+  public static boolean forwardable(String headerName) {
+    return !CONSUMED_HEADERS.contains(headerName.toLowerCase(Locale.ROOT));
+  }
+
+  /** The inbound attempt number, from {@code X-Retry-Attempt} (1 when absent or unreadable). */
+  public static int inboundAttempt(RequestView inbound) {
+    return RetryAwareAdmission.attemptOf(inbound.header(HttpRetryRules.RETRY_ATTEMPT_HEADER));
+  }
+
+  /**
+   * Calls downstream for an inbound request with attempt number {@code inboundAttempt}. Never
+   * fails: a failure is a {@link Downstream} that says to suppress.
+   */
+  public <T> CompletableFuture<Downstream<T>> send(int inboundAttempt, HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    RetryingHttpClient client = inboundAttempt > 1 ? single : retrying;
+    CompletableFuture<HttpResponse<T>> call;
+    try {
+      call = client.sendAsync(request, handler);
+    } catch (RuntimeException e) {
+      return CompletableFuture.completedFuture(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES));
+    }
+    return call.handle(MiddleLayer::classify);
+  }
+
+  static <T> Downstream<T> classify(HttpResponse<T> response, Throwable error) {
+    if (error != null) {
+      Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+      if (cause instanceof RetryBudgetExhaustedException budget) {
+        @SuppressWarnings("unchecked")
+        HttpResponse<T> last = budget.lastResult() instanceof HttpResponse<?> r ? (HttpResponse<T>) r : null;
+        return new Downstream<>(last, cause, Downstream.Reason.BUDGET_EXHAUSTED);
+      }
+      return new Downstream<>(null, cause, Downstream.Reason.FAILED_AFTER_RETRIES);
+    }
+    if (HttpRetryRules.isRetryableStatus(response.statusCode())) {
+      String pushback = response.headers().firstValue(HttpRetryRules.PUSHBACK_HEADER).orElse("").strip();
+      boolean stop = pushback.startsWith("-");
+      return new Downstream<>(response, null, stop ? Downstream.Reason.DOWNSTREAM_SAID_STOP : Downstream.Reason.FAILED_AFTER_RETRIES);
+    }
+    return new Downstream<>(response, null, Downstream.Reason.ANSWERED);
+  }
+
+  @Override
+  public void close() {
+    retrying.close();
+    single.close();
+  }
+
+  public static final class Builder {
+    private final HttpClient http;
+    private RetryPolicy policy = RetryPolicy.builder().build();
+    private RetryBudget budget;
+    private Consumer<RetryExecutor.Builder> executor;
+
+    private Builder(HttpClient http) {
+      this.http = Objects.requireNonNull(http, "http must not be null");
+    }
+
+    /** The policy for inbound first attempts; inbound retries get the same with one attempt. */
+    public Builder policy(RetryPolicy policy) {
+      this.policy = Objects.requireNonNull(policy, "policy must not be null");
+      return this;
+    }
+
+    /** The budget of the dependency this layer calls (recommended: a fleet-wide Redis budget). */
+    public Builder budget(RetryBudget budget) {
+      this.budget = Objects.requireNonNull(budget, "budget must not be null");
+      return this;
+    }
+
+    /** Adjusts the SDK's executors (scheduler, clock) underneath. */
+    public Builder executor(Consumer<RetryExecutor.Builder> customizer) {
+      this.executor = Objects.requireNonNull(customizer, "executor must not be null");
+      return this;
+    }
+
+    public MiddleLayer build() {
+      return new MiddleLayer(this);
+    }
+  }
+}

@@ -1,0 +1,174 @@
+package io.retrybudget.server;
+
+import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.budget.RetryBudget;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The client side of tied requests: sends a call to one replica and, {@code delay} later (default
+ * 1 ms), an identical copy to the next, both tagged with one {@code X-Tie-Id}; the replicas'
+ * {@link TieGuard}s let only one execute. The first answer that is not a lost tie wins and the
+ * other copy's answer (a lost tie, at once) is dropped; a {@code X-Tie-Lost} answer is no failure. The second copy draws on the
+ * budget like a hedge: when the budget refuses, it is not sent. Copies carry
+ * {@code X-Retry-Attempt} 1 and 2, so an overloaded replica sheds the copy first.
+ */
+public final class TiedSender {
+  private final HttpClient http;
+  private final List<URI> replicas;
+  private final long delayNanos;
+  private final RetryBudget budget;
+  private final LongAdder tiesSent = new LongAdder();
+  private final LongAdder copiesDenied = new LongAdder();
+
+  private TiedSender(Builder b) {
+    this.http = b.http;
+    this.replicas = b.replicas;
+    this.delayNanos = b.delay.toNanos();
+    this.budget = b.budget;
+  }
+
+  public static Builder builder(HttpClient http) {
+    return new Builder(http);
+  }
+
+  /** Second copies sent, and second copies the budget refused (monotonic). */
+  public long[] stats() {
+    return new long[] {tiesSent.sum(), copiesDenied.sum()};
+  }
+
+  public <T> CompletableFuture<HttpResponse<T>> send(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    String tie = UUID.randomUUID().toString();
+    int first = ThreadLocalRandom.current().nextInt(replicas.size());
+    CompletableFuture<HttpResponse<T>> result = new CompletableFuture<>();
+    AtomicInteger outstanding = new AtomicInteger(2);
+    if (budget != null) {
+      budget.recordFirstAttempt();
+    }
+    CompletableFuture<HttpResponse<T>> one = copy(request, handler, tie, first, 1);
+    one.whenComplete((r, e) -> arrived(r, e, result, outstanding));
+    Executor later = CompletableFuture.delayedExecutor(delayNanos, TimeUnit.NANOSECONDS);
+    CompletableFuture.runAsync(() -> {
+      if (result.isDone()) {
+        outstanding.decrementAndGet(); // answered within the delay: no second copy
+        return;
+      }
+      CompletionStage<BudgetDecision> permit = budget == null
+          ? CompletableFuture.completedFuture(BudgetDecision.GRANTED) : budget.acquire();
+      permit.whenComplete((d, error) -> {
+        if (error != null || !d.granted() || result.isDone()) {
+          if (error != null || !d.granted()) {
+            copiesDenied.increment();
+          }
+          arrived(null, null, result, outstanding);
+          return;
+        }
+        tiesSent.increment();
+        copy(request, handler, tie, first + 1, 2).whenComplete((r, e) -> arrived(r, e, result, outstanding));
+      });
+    }, later);
+    // The other copy is not cancelled: it stops before working at its replica and answers at
+    // once, and cancelling an HTTP/1.1 exchange of java.net.http closes its connection (measured:
+    // with cancellation about 1 call in 400 lost the winner's answer on a closed connection).
+    return result;
+  }
+
+  private <T> CompletableFuture<HttpResponse<T>> copy(HttpRequest request, HttpResponse.BodyHandler<T> handler,
+      String tie, int replica, int attempt) {
+    HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) ->
+        !name.equalsIgnoreCase(TieGuard.TIE_HEADER) && !name.equalsIgnoreCase(RetryAwareAdmission.ATTEMPT_HEADER));
+    b.uri(onReplica(request.uri(), replicas.get(replica % replicas.size())));
+    b.header(TieGuard.TIE_HEADER, tie).header(RetryAwareAdmission.ATTEMPT_HEADER, Integer.toString(attempt));
+    try {
+      return http.sendAsync(b.build(), handler);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** One copy answered (or will never be sent: {@code r} and {@code e} null). */
+  private static <T> void arrived(HttpResponse<T> r, Throwable e, CompletableFuture<HttpResponse<T>> result,
+      AtomicInteger outstanding) {
+    boolean lost = r != null && r.headers().firstValue(TieGuard.LOST_HEADER).isPresent();
+    int left = outstanding.decrementAndGet();
+    if (r != null && !lost) {
+      result.complete(r);
+    } else if (left == 0) {
+      // nothing else will come: the winner failed, or its answer was lost on the way (a copy
+      // that lost the tie never says how the work went): a failure the caller may retry
+      result.completeExceptionally(e != null && !(e instanceof java.util.concurrent.CancellationException) ? e
+          : new java.io.IOException("tied request: no copy brought the winner's answer"));
+    }
+    // else: a lost tie or a failed copy while the other may still answer: wait for it
+  }
+
+  static URI onReplica(URI uri, URI replica) {
+    try {
+      return new URI(replica.getScheme(), replica.getRawAuthority() == null ? null : replica.getAuthority(),
+          uri.getPath(), uri.getQuery(), uri.getFragment());
+    } catch (URISyntaxException e) {
+      throw new IllegalArgumentException("cannot move " + uri + " to replica " + replica, e);
+    }
+  }
+
+  public static final class Builder {
+    private final HttpClient http;
+    private List<URI> replicas;
+    private Duration delay = Duration.ofMillis(1);
+    private RetryBudget budget;
+
+    private Builder(HttpClient http) {
+      this.http = Objects.requireNonNull(http, "http must not be null");
+    }
+
+    /** At least two replicas ({@code scheme://host:port}); the copies go to two different ones. */
+    public Builder replicas(List<URI> replicas) {
+      if (replicas == null || replicas.size() < 2) {
+        throw new IllegalArgumentException("replicas must name at least two replicas, was " + replicas);
+      }
+      for (URI r : replicas) {
+        if (r.getScheme() == null || r.getHost() == null) {
+          throw new IllegalArgumentException("replicas must be absolute scheme://host[:port] URIs, was " + r);
+        }
+      }
+      this.replicas = List.copyOf(replicas);
+      return this;
+    }
+
+    /** Between the two copies (default 1 ms). */
+    public Builder delay(Duration delay) {
+      if (delay == null || delay.isNegative() || delay.compareTo(Duration.ofSeconds(10)) > 0) {
+        throw new IllegalArgumentException("delay must be in [0, 10 s], was " + delay);
+      }
+      this.delay = delay;
+      return this;
+    }
+
+    /** The dependency's budget: each call counts a first attempt, each second copy asks a permit. */
+    public Builder budget(RetryBudget budget) {
+      this.budget = Objects.requireNonNull(budget, "budget must not be null");
+      return this;
+    }
+
+    public TiedSender build() {
+      if (replicas == null) {
+        throw new IllegalArgumentException("replicas must be set");
+      }
+      return new TiedSender(this);
+    }
+  }
+}

@@ -1,0 +1,172 @@
+package io.retrybudget.server.example;
+
+import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.http.RetryingHttpClient;
+import io.retrybudget.server.Downstream;
+import io.retrybudget.server.MiddleLayer;
+import io.retrybudget.server.StoredResponse;
+import io.retrybudget.server.vertx.VertxIdempotency;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The layered services of the suppression demo (tests and bench/layers): a backend {@code C} that
+ * fails a share of its calls or is slow, and layers ({@code A}, {@code B}) that call the next one
+ * down in one of three {@link Mode}s. Everything on real loopback HTTP: Vert.x servers, the SDK's
+ * {@code java.net.http} client between them. {@code GET /work} at every service.
+ */
+public final class LayerDemo {
+  private LayerDemo() {}
+
+  public enum Mode {
+    /** Every layer retries its own way, no budget, and passes failures up as plain 503s. */
+    NAIVE,
+    /** Every layer retries within a budget for its dependency, no suppression. */
+    BUDGET_PER_LAYER,
+    /** Budgets, plus {@link MiddleLayer}: do-not-retry upwards, one attempt for inbound retries. */
+    SUPPRESSED
+  }
+
+  /** A running service: its port and how many calls it received. */
+  public static final class Service implements AutoCloseable {
+    private final HttpServer server;
+    private final AtomicLong calls;
+    private final Map<String, AtomicLong> attemptHeaders;
+    private final AutoCloseable client;
+
+    Service(HttpServer server, AtomicLong calls, Map<String, AtomicLong> attemptHeaders, AutoCloseable client) {
+      this.server = server;
+      this.calls = calls;
+      this.attemptHeaders = attemptHeaders;
+      this.client = client;
+    }
+
+    public int port() {
+      return server.actualPort();
+    }
+
+    public URI uri() {
+      return URI.create("http://127.0.0.1:" + port());
+    }
+
+    public long calls() {
+      return calls.get();
+    }
+
+    /** How often each inbound {@code X-Retry-Attempt} value arrived ("" when absent). */
+    public Map<String, Long> attemptHeaders() {
+      Map<String, Long> m = new java.util.TreeMap<>();
+      attemptHeaders.forEach((k, v) -> m.put(k, v.get()));
+      return m;
+    }
+
+    @Override
+    public void close() throws Exception {
+      server.close().await();
+      if (client != null) {
+        client.close();
+      }
+    }
+  }
+
+  /** The backend: fails {@code failureRate} of its calls with a plain 503 (seeded), after {@code delayMs}. */
+  public static Service backend(Vertx vertx, double failureRate, long delayMs, long seed) {
+    AtomicLong calls = new AtomicLong();
+    Map<String, AtomicLong> attempts = new ConcurrentHashMap<>();
+    SplittableRandom random = new SplittableRandom(seed);
+    Router router = Router.router(vertx);
+    router.get("/work").handler(ctx -> {
+      calls.incrementAndGet();
+      count(attempts, ctx);
+      boolean fail;
+      synchronized (random) {
+        fail = random.nextDouble() < failureRate;
+      }
+      Runnable answer = () -> {
+        if (fail) {
+          ctx.response().setStatusCode(503).end("backend failed");
+        } else {
+          ctx.response().end("ok");
+        }
+      };
+      if (delayMs > 0) {
+        vertx.setTimer(delayMs, t -> answer.run());
+      } else {
+        answer.run();
+      }
+    });
+    HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
+    return new Service(server, calls, attempts, null);
+  }
+
+  /**
+   * A layer that calls {@code downstream}/work for every {@code GET /work}, with {@code policy}
+   * (and {@code budget} unless {@link Mode#NAIVE}; may be null there).
+   */
+  public static Service layer(Vertx vertx, URI downstream, Mode mode, RetryPolicy policy, RetryBudget budget) {
+    AtomicLong calls = new AtomicLong();
+    Map<String, AtomicLong> attempts = new ConcurrentHashMap<>();
+    HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
+    HttpRequest request = HttpRequest.newBuilder(downstream.resolve("/work")).timeout(Duration.ofSeconds(10)).GET().build();
+    Router router = Router.router(vertx);
+    AutoCloseable closeable;
+    if (mode == Mode.SUPPRESSED) {
+      MiddleLayer middle = MiddleLayer.builder(http).policy(policy).budget(budget).build();
+      closeable = middle;
+      router.get("/work").handler(ctx -> {
+        calls.incrementAndGet();
+        count(attempts, ctx);
+        int inbound = MiddleLayer.inboundAttempt(VertxIdempotency.view(ctx));
+        Future.fromCompletionStage(middle.send(inbound, request, HttpResponse.BodyHandlers.ofString()), ctx.vertx().getOrCreateContext())
+            .onSuccess(d -> {
+              if (d.suppress()) {
+                VertxIdempotency.write(ctx.response(), d.suppressedAnswer());
+              } else {
+                VertxIdempotency.write(ctx.response(), new StoredResponse(d.response().statusCode(), List.of(),
+                    d.response().body().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+              }
+            });
+      });
+    } else {
+      RetryingHttpClient.Builder b = RetryingHttpClient.builder(http).policy(policy);
+      if (mode == Mode.BUDGET_PER_LAYER) {
+        b.budget(budget);
+      }
+      RetryingHttpClient client = b.build();
+      closeable = client;
+      router.get("/work").handler(ctx -> {
+        calls.incrementAndGet();
+        count(attempts, ctx);
+        Future.fromCompletionStage(client.sendAsync(request, HttpResponse.BodyHandlers.ofString()), ctx.vertx().getOrCreateContext())
+            .onComplete(done -> {
+              if (done.succeeded() && done.result().statusCode() == 200) {
+                ctx.response().end(done.result().body());
+              } else {
+                ctx.response().setStatusCode(503).end("downstream failed"); // a plain, retryable failure
+              }
+            });
+      });
+    }
+    HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
+    return new Service(server, calls, attempts, closeable);
+  }
+
+  private static void count(Map<String, AtomicLong> attempts, RoutingContext ctx) {
+    String a = ctx.request().getHeader("X-Retry-Attempt");
+    attempts.computeIfAbsent(a == null ? "" : a, k -> new AtomicLong()).incrementAndGet();
+  }
+}

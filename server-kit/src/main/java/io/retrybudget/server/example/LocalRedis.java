@@ -1,0 +1,127 @@
+package io.retrybudget.server.example;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Redis the payments example starts and owns (the coordinator's approach, copied) when no Redis is configured: {@code redis-server} from
+ * PATH, else the Linux x86-64 binary shipped in com.github.codemonstur:embedded-redis, on a free
+ * loopback port, without persistence. For trying the product on one machine, not for production.
+ */
+final class LocalRedis implements AutoCloseable {
+  private static final String EMBEDDED = "/redis-server-6.2.6-v5-linux-amd64";
+  private final Process process;
+  private final int port;
+  private final Path dir;
+  private final String binary;
+
+  private LocalRedis(Process process, int port, Path dir, String binary) {
+    this.process = process;
+    this.port = port;
+    this.dir = dir;
+    this.binary = binary;
+  }
+
+  static LocalRedis start() throws IOException {
+    Path dir = Files.createTempDirectory("payments-example-redis");
+    Path binary = findOnPath();
+    if (binary == null) {
+      binary = extractEmbedded(dir);
+    }
+    int port;
+    try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    Process p = new ProcessBuilder(binary.toString(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--loglevel", "warning")
+        .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+    LocalRedis redis = new LocalRedis(p, port, dir, binary.toString());
+    redis.awaitListening();
+    return redis;
+  }
+
+  String uri() {
+    return "redis://127.0.0.1:" + port;
+  }
+
+  String binary() {
+    return binary;
+  }
+
+  private void awaitListening() throws IOException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new IOException("local redis-server exited: " + Files.readString(dir.resolve("redis.log")));
+      }
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+        return;
+      } catch (IOException notYet) {
+        try {
+          TimeUnit.MILLISECONDS.sleep(20); // waiting for a process we started, not for a test
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while starting Redis", e);
+        }
+      }
+    }
+    close();
+    throw new IOException("local redis-server did not listen on port " + port);
+  }
+
+  private static Path findOnPath() {
+    for (String d : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+      Path candidate = Path.of(d, "redis-server");
+      if (Files.isExecutable(candidate)) {
+        return candidate;
+      }
+    }
+    return null;
+  }
+
+  private static Path extractEmbedded(Path dir) throws IOException {
+    String arch = System.getProperty("os.arch");
+    if (!System.getProperty("os.name").toLowerCase().contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+      throw new IOException("no redis-server on PATH and no bundled binary for this platform: set REDIS_URL");
+    }
+    try (InputStream in = LocalRedis.class.getResourceAsStream(EMBEDDED)) {
+      if (in == null) {
+        throw new IOException("bundled redis-server missing from the classpath");
+      }
+      Path binary = dir.resolve("redis-server");
+      Files.copy(in, binary, StandardCopyOption.REPLACE_EXISTING);
+      if (!binary.toFile().setExecutable(true)) {
+        throw new IOException("cannot make " + binary + " executable");
+      }
+      return binary;
+    }
+  }
+
+  @Override
+  public void close() {
+    process.destroy();
+    try {
+      if (!process.waitFor(5, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      process.destroyForcibly();
+    }
+    try (var files = Files.list(dir)) {
+      files.forEach(f -> f.toFile().delete());
+      Files.deleteIfExists(dir);
+    } catch (IOException | UncheckedIOException ignored) {
+      // a temp folder left behind is harmless
+    }
+  }
+}

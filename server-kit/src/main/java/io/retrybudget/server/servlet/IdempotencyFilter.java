@@ -1,0 +1,386 @@
+package io.retrybudget.server.servlet;
+
+import io.retrybudget.server.IdempotencyGuard;
+import io.retrybudget.server.Problems;
+import io.retrybudget.server.RequestView;
+import io.retrybudget.server.StoredResponse;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.WriteListener;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import jakarta.servlet.http.HttpServletResponseWrapper;
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
+ * the routes that take keys). It reads the request body (at most {@code maxRequestBodyBytes}, else
+ * 413) so the fingerprint covers it and the servlet can still read it, asks the guard, and either
+ * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
+ * the answer and then sends it. The route template is the servlet mapping's pattern
+ * ({@code /payments/*}). A request the servlet puts into async mode is not supported.
+ */
+public final class IdempotencyFilter implements Filter {
+  private final IdempotencyGuard guard;
+  private final int maxRequestBodyBytes;
+  private final long waitBoundNanos;
+
+  public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes) {
+    this.guard = Objects.requireNonNull(guard, "guard must not be null");
+    if (maxRequestBodyBytes < 0) {
+      throw new IllegalArgumentException("maxRequestBodyBytes must be >= 0, was " + maxRequestBodyBytes);
+    }
+    this.maxRequestBodyBytes = maxRequestBodyBytes;
+    // the guard's futures end by themselves (store timeout, bounded wait); this is a second fence
+    this.waitBoundNanos = guard.config().waitForInProgress().plus(Duration.ofSeconds(10)).toNanos();
+  }
+
+  @Override
+  public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
+      throws IOException, ServletException {
+    if (!(request instanceof HttpServletRequest req) || !(response instanceof HttpServletResponse res)) {
+      chain.doFilter(request, response);
+      return;
+    }
+    byte[] body = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    if (body == null) {
+      write(res, Problems.of(413, "request-too-large", "Request body too large",
+          "the body exceeds " + maxRequestBodyBytes + " bytes"));
+      return;
+    }
+    CachedBodyRequest cached = new CachedBodyRequest(req, body);
+    IdempotencyGuard.Begin begin;
+    try {
+      begin = await(guard.begin(view(cached, body)));
+    } catch (RuntimeException e) {
+      write(res, Problems.withPushback(Problems.of(503, "idempotency-store-unavailable", "Idempotency store unavailable",
+          "retry later with the same key"), guard.config().unavailableRetryAfter()));
+      return;
+    }
+    if (begin instanceof IdempotencyGuard.Answer a) {
+      write(res, a.response());
+      return;
+    }
+    IdempotencyGuard.Execution execution = ((IdempotencyGuard.Execute) begin).execution();
+    CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
+    try {
+      chain.doFilter(cached, captured);
+      captured.flushWriter();
+    } catch (IOException | ServletException | RuntimeException | Error e) {
+      awaitQuietly(guard.abandon(execution));
+      throw e;
+    }
+    awaitQuietly(guard.finish(execution, captured.answer()));
+    captured.commit();
+  }
+
+  private <T> T await(CompletableFuture<T> future) {
+    try {
+      return future.get(waitBoundNanos, TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private void awaitQuietly(CompletableFuture<Void> future) {
+    try {
+      await(future);
+    } catch (RuntimeException ignored) {
+      // the answer goes out anyway; the claim lapses with its lease
+    }
+  }
+
+  /** Writes a whole answer to a response that has not been committed. */
+  public static void write(HttpServletResponse res, StoredResponse answer) throws IOException {
+    res.setStatus(answer.status());
+    for (StoredResponse.Header h : answer.headers()) {
+      res.addHeader(h.name(), h.value());
+    }
+    byte[] b = answer.body();
+    res.setContentLength(b.length);
+    res.getOutputStream().write(b);
+  }
+
+  /** The body, or null when it is longer than {@code max}. */
+  static byte[] readBounded(InputStream in, int max) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] buf = new byte[8192];
+    int n;
+    while ((n = in.read(buf)) >= 0) {
+      if (out.size() + n > max) {
+        return null;
+      }
+      out.write(buf, 0, n);
+    }
+    return out.toByteArray();
+  }
+
+  static RequestView view(HttpServletRequest req, byte[] body) {
+    return new RequestView() {
+      @Override
+      public String method() {
+        return req.getMethod();
+      }
+
+      @Override
+      public String route() {
+        var mapping = req.getHttpServletMapping();
+        return mapping != null && mapping.getPattern() != null ? mapping.getPattern() : req.getServletPath();
+      }
+
+      @Override
+      public String target() {
+        String q = req.getQueryString();
+        return q == null ? req.getRequestURI() : req.getRequestURI() + "?" + q;
+      }
+
+      @Override
+      public String header(String name) {
+        return req.getHeader(name);
+      }
+
+      @Override
+      public byte[] body() {
+        return body;
+      }
+    };
+  }
+
+  /** The request with its body read once and served again to the servlet. */
+  static final class CachedBodyRequest extends HttpServletRequestWrapper {
+    private final byte[] body;
+
+    CachedBodyRequest(HttpServletRequest request, byte[] body) {
+      super(request);
+      this.body = body;
+    }
+
+    @Override
+    public ServletInputStream getInputStream() {
+      ByteArrayInputStream in = new ByteArrayInputStream(body);
+      return new ServletInputStream() {
+        @Override
+        public int read() {
+          return in.read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+          return in.read(b, off, len);
+        }
+
+        @Override
+        public boolean isFinished() {
+          return in.available() == 0;
+        }
+
+        @Override
+        public boolean isReady() {
+          return true;
+        }
+
+        @Override
+        public void setReadListener(ReadListener listener) {
+          throw new IllegalStateException("async reads are not supported behind IdempotencyFilter");
+        }
+      };
+    }
+
+    @Override
+    public BufferedReader getReader() {
+      String enc = getCharacterEncoding();
+      Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
+      return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
+    }
+
+    @Override
+    public int getContentLength() {
+      return body.length;
+    }
+
+    @Override
+    public long getContentLengthLong() {
+      return body.length;
+    }
+  }
+
+  /**
+   * Keeps the servlet's body in memory until the answer is stored; status and headers go to the
+   * real response, which stays uncommitted. A body beyond {@code cap} is sent on as it comes and
+   * stored without its body.
+   */
+  static final class CapturingResponse extends HttpServletResponseWrapper {
+    private final HttpServletResponse real;
+    private final int cap;
+    private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    private boolean overflowed;
+    private ServletOutputStream stream;
+    private PrintWriter writer;
+
+    CapturingResponse(HttpServletResponse real, int cap) {
+      super(real);
+      this.real = real;
+      this.cap = cap;
+    }
+
+    private void append(byte[] b, int off, int len) throws IOException {
+      if (!overflowed && buffer.size() + len > cap) {
+        overflowed = true;
+        real.getOutputStream().write(buffer.toByteArray());
+        buffer.reset();
+      }
+      if (overflowed) {
+        real.getOutputStream().write(b, off, len);
+      } else {
+        buffer.write(b, off, len);
+      }
+    }
+
+    @Override
+    public ServletOutputStream getOutputStream() {
+      if (writer != null) {
+        throw new IllegalStateException("getWriter() was called already");
+      }
+      if (stream == null) {
+        stream = new ServletOutputStream() {
+          @Override
+          public void write(int b) throws IOException {
+            append(new byte[] {(byte) b}, 0, 1);
+          }
+
+          @Override
+          public void write(byte[] b, int off, int len) throws IOException {
+            append(b, off, len);
+          }
+
+          @Override
+          public boolean isReady() {
+            return true;
+          }
+
+          @Override
+          public void setWriteListener(WriteListener listener) {
+            throw new IllegalStateException("async writes are not supported behind IdempotencyFilter");
+          }
+        };
+      }
+      return stream;
+    }
+
+    @Override
+    public PrintWriter getWriter() {
+      if (writer == null) {
+        if (stream != null) {
+          throw new IllegalStateException("getOutputStream() was called already");
+        }
+        String enc = getCharacterEncoding();
+        Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
+        writer = new PrintWriter(new OutputStreamWriter(getOutputStream(), cs));
+      }
+      return writer;
+    }
+
+    @Override
+    public void flushBuffer() throws IOException {
+      if (overflowed) {
+        real.flushBuffer();
+      }
+    }
+
+    @Override
+    public void sendError(int sc, String msg) throws IOException {
+      resetBuffer();
+      setStatus(sc);
+      setContentType(Problems.CONTENT_TYPE);
+      byte[] b = new String(Problems.of(sc, "error", msg == null ? "error" : msg, "").body(), StandardCharsets.UTF_8)
+          .getBytes(StandardCharsets.UTF_8);
+      append(b, 0, b.length);
+    }
+
+    @Override
+    public void sendError(int sc) throws IOException {
+      sendError(sc, null);
+    }
+
+    @Override
+    public void setContentLength(int len) {
+      // the length is set when the captured body is sent
+    }
+
+    @Override
+    public void setContentLengthLong(long len) {
+      // as above
+    }
+
+    @Override
+    public void resetBuffer() {
+      if (!overflowed) {
+        buffer.reset();
+      }
+      super.resetBuffer();
+    }
+
+    @Override
+    public void reset() {
+      if (!overflowed) {
+        buffer.reset();
+      }
+      super.reset();
+    }
+
+    void flushWriter() {
+      if (writer != null) {
+        writer.flush();
+      }
+    }
+
+    StoredResponse answer() {
+      List<StoredResponse.Header> headers = new ArrayList<>();
+      for (String name : real.getHeaderNames()) {
+        for (String value : real.getHeaders(name)) {
+          headers.add(new StoredResponse.Header(name, value));
+        }
+      }
+      if (overflowed) {
+        headers.add(new StoredResponse.Header(IdempotencyGuard.BODY_OMITTED_HEADER, "true"));
+        return new StoredResponse(real.getStatus(), headers, new byte[0]);
+      }
+      return new StoredResponse(real.getStatus(), headers, buffer.toByteArray());
+    }
+
+    /** Sends the captured body (the rest went out already when it overflowed). */
+    void commit() throws IOException {
+      if (!overflowed) {
+        real.setContentLength(buffer.size());
+        real.getOutputStream().write(buffer.toByteArray());
+      }
+    }
+  }
+}

@@ -1,0 +1,105 @@
+package io.retrybudget.server.vertx;
+
+import io.retrybudget.server.IdempotencyGuard;
+import io.retrybudget.server.RequestView;
+import io.retrybudget.server.StoredResponse;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.RoutingContext;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * The Idempotency-Key store on a Vert.x Web route. The application's handler does not write the
+ * response itself: it returns its answer as a {@link StoredResponse}, which this handler stores
+ * (or not, as the outcome policy says) and sends. Put a {@code BodyHandler} (with a body limit)
+ * before it on the route. Never blocks the event loop; every continuation runs on the request's
+ * context.
+ *
+ * <pre>{@code
+ * router.post("/payments").handler(BodyHandler.create().setBodyLimit(64 * 1024));
+ * router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> charge(ctx)));
+ * }</pre>
+ */
+public final class VertxIdempotency {
+  private VertxIdempotency() {}
+
+  public static Handler<RoutingContext> handler(IdempotencyGuard guard, Function<RoutingContext, Future<StoredResponse>> app) {
+    Objects.requireNonNull(guard, "guard must not be null");
+    Objects.requireNonNull(app, "app must not be null");
+    return ctx -> {
+      var context = ctx.vertx().getOrCreateContext();
+      Future.fromCompletionStage(guard.begin(view(ctx)), context).onComplete(begun -> {
+        if (begun.failed()) {
+          ctx.fail(begun.cause());
+          return;
+        }
+        if (begun.result() instanceof IdempotencyGuard.Answer a) {
+          write(ctx.response(), a.response());
+          return;
+        }
+        IdempotencyGuard.Execution execution = ((IdempotencyGuard.Execute) begun.result()).execution();
+        Future<StoredResponse> answer;
+        try {
+          answer = Objects.requireNonNull(app.apply(ctx), "the handler returned no future");
+        } catch (RuntimeException e) {
+          answer = Future.failedFuture(e);
+        }
+        answer.onComplete(done -> {
+          if (done.failed()) {
+            Future.fromCompletionStage(guard.abandon(execution), context).onComplete(x -> ctx.fail(done.cause()));
+          } else {
+            Future.fromCompletionStage(guard.finish(execution, done.result()), context)
+                .onComplete(x -> write(ctx.response(), done.result()));
+          }
+        });
+      });
+    };
+  }
+
+  /** Sends a stored answer (status, headers, body) unless the response has ended already. */
+  public static void write(HttpServerResponse response, StoredResponse answer) {
+    if (response.ended() || response.closed()) {
+      return;
+    }
+    response.setStatusCode(answer.status());
+    for (StoredResponse.Header h : answer.headers()) {
+      response.headers().add(h.name(), h.value());
+    }
+    response.end(Buffer.buffer(answer.body()));
+  }
+
+  /** What the server kit reads of a Vert.x Web request. */
+  public static RequestView view(RoutingContext ctx) {
+    return new RequestView() {
+      @Override
+      public String method() {
+        return ctx.request().method().name();
+      }
+
+      @Override
+      public String route() {
+        String path = ctx.currentRoute() == null ? null : ctx.currentRoute().getPath();
+        return path != null ? path : "";
+      }
+
+      @Override
+      public String target() {
+        return ctx.request().uri();
+      }
+
+      @Override
+      public String header(String name) {
+        return ctx.request().getHeader(name);
+      }
+
+      @Override
+      public byte[] body() {
+        Buffer b = ctx.body() == null ? null : ctx.body().buffer();
+        return b == null ? new byte[0] : b.getBytes();
+      }
+    };
+  }
+}

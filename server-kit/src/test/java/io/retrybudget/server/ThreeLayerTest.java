@@ -1,0 +1,153 @@
+package io.retrybudget.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.http.RetryingHttpClient;
+import io.retrybudget.server.example.LayerDemo;
+import io.retrybudget.server.example.LayerDemo.Mode;
+import io.retrybudget.server.example.LayerDemo.Service;
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.Vertx;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A -> B -> C on real loopback HTTP servers, C failing every call, three attempts in every layer:
+ * naive is 27 calls at C per user request; budgets with middle-layer suppression bring it to <= 1.2.
+ */
+class ThreeLayerTest {
+  @RegisterExtension
+  static final RedisExtension redis = RedisExtension.standalone();
+
+  static final RetryPolicy THREE = RetryPolicy.builder().maxAttempts(3)
+      .backoff(Duration.ofMillis(1), Duration.ofMillis(4)).build();
+
+  private Vertx vertx;
+  private RedisBudgetClient budgets;
+  private final List<AutoCloseable> closing = new ArrayList<>();
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+  @BeforeEach
+  void start() {
+    vertx = Vertx.vertx();
+    // the machine is shared: a generous bound, so a slow first script load is not read as Redis down
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofMillis(500)).build();
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (AutoCloseable c : closing) {
+      c.close();
+    }
+    budgets.close();
+    vertx.close().await();
+  }
+
+  /** Budget of one dependency: 10 % of first attempts, no floor (so short runs show the ratio). */
+  private io.retrybudget.budget.RetryBudget budget(String dependency) {
+    return budgets.budget(BudgetConfig.builder(dependency + "-" + UUID.randomUUID().toString().substring(0, 8))
+        .ratio(0.1).minRetriesPerSecond(0).build());
+  }
+
+  private <T extends AutoCloseable> T closing(T c) {
+    closing.add(c);
+    return c;
+  }
+
+  record Run(double cPerUser, double bPerUser, double aPerUser, int ok, Map<String, Long> cAttempts) {}
+
+  private Run run(Mode mode, int users) {
+    Service c = closing(LayerDemo.backend(vertx, 1.0, 0, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), mode, THREE, mode == Mode.NAIVE ? null : budget("c")));
+    Service a = closing(LayerDemo.layer(vertx, b.uri(), mode, THREE, mode == Mode.NAIVE ? null : budget("b")));
+    RetryingHttpClient.Builder edge = RetryingHttpClient.builder(http).policy(THREE);
+    if (mode != Mode.NAIVE) {
+      edge.budget(budget("a"));
+    }
+    RetryingHttpClient user = closing(edge.build());
+    HttpRequest request = HttpRequest.newBuilder(a.uri().resolve("/work")).timeout(Duration.ofSeconds(20)).GET().build();
+    int ok = 0;
+    for (int wave = 0; wave < users / 10; wave++) {
+      List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        calls.add(user.sendAsync(request, HttpResponse.BodyHandlers.ofString()));
+      }
+      for (CompletableFuture<HttpResponse<String>> f : calls) {
+        try {
+          ok += f.join().statusCode() == 200 ? 1 : 0;
+        } catch (RuntimeException refusedByTheEdgeBudget) {
+          // the user's call failed: counted as not ok
+        }
+      }
+    }
+    return new Run(c.calls() / (double) users, b.calls() / (double) users, a.calls() / (double) users, ok, c.attemptHeaders());
+  }
+
+  @Test
+  void naiveRetriesInEveryLayerMultiplyTo27() {
+    Run naive = run(Mode.NAIVE, 40);
+    // 3 x 3 x 3; java.net.http may resend a GET whose pooled connection closed, so a hair more
+    assertTrue(naive.cPerUser() >= 27.0 && naive.cPerUser() <= 27.5, "calls at C per user request: " + naive.cPerUser());
+    assertTrue(naive.bPerUser() >= 9.0 && naive.bPerUser() <= 9.2, "at B: " + naive.bPerUser());
+    assertTrue(naive.aPerUser() >= 3.0 && naive.aPerUser() <= 3.1, "at A: " + naive.aPerUser());
+    assertEquals(0, naive.ok());
+  }
+
+  @Test
+  void suppressionInTheMiddleTurns27IntoAtMost1point2() {
+    Run suppressed = run(Mode.SUPPRESSED, 200);
+    System.out.println("three layers, C down, suppressed: " + suppressed);
+    assertTrue(suppressed.cPerUser() <= 1.2, "calls at C per user request: " + suppressed.cPerUser());
+    assertTrue(suppressed.cPerUser() >= 1.0, "every user request reached C once: " + suppressed.cPerUser());
+    assertEquals(1.0, suppressed.bPerUser(), 0.0001, "do-not-retry stopped A from retrying B");
+    assertEquals(1.0, suppressed.aPerUser(), 0.0001, "and the edge from retrying A");
+  }
+
+  @Test
+  void anInboundRetryCallsDownstreamOnceAndItsRetryHeaderIsNotForwarded() throws Exception {
+    Service c = closing(LayerDemo.backend(vertx, 1.0, 0, 1));
+    // a budget with room (a floor of 100 retries): only the inbound-retry rule keeps B to one attempt
+    io.retrybudget.budget.RetryBudget roomy = budgets.budget(BudgetConfig.builder("roomy-" + UUID.randomUUID().toString()
+        .substring(0, 8)).minRetriesPerSecond(10).build());
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), Mode.SUPPRESSED, THREE, roomy));
+    HttpResponse<String> first = http.send(HttpRequest.newBuilder(b.uri().resolve("/work")).GET().build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertEquals(502, first.statusCode());
+    assertEquals(3, c.calls(), "an inbound first attempt is retried by B within its budget");
+    HttpResponse<String> r = http.send(HttpRequest.newBuilder(b.uri().resolve("/work"))
+        .header("X-Retry-Attempt", "2").GET().build(), HttpResponse.BodyHandlers.ofString());
+    assertEquals(4, c.calls(), "one attempt for a request that is itself a retry");
+    assertEquals(Map.of("1", 2L, "2", 1L, "3", 1L), c.attemptHeaders(), "C sees B's own attempt numbers, not the inbound 2");
+    assertEquals(502, r.statusCode());
+    assertEquals("-1", r.headers().firstValue("X-Retry-Pushback-Ms").orElse(null));
+    assertTrue(r.body().contains("downstream-failed"), r.body());
+  }
+
+  @Test
+  void aDownstreamAnswerIsPassedOnAndHealthyCallsCostNothingExtra() throws Exception {
+    Service c = closing(LayerDemo.backend(vertx, 0.0, 0, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), Mode.SUPPRESSED, THREE, budget("c")));
+    for (int i = 0; i < 5; i++) {
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(b.uri().resolve("/work")).GET().build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertEquals(200, r.statusCode());
+      assertEquals("ok", r.body());
+    }
+    assertEquals(5, c.calls());
+  }
+}

@@ -1,0 +1,196 @@
+package io.retrybudget.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.server.servlet.TieFilter;
+import io.retrybudget.server.vertx.VertxTies;
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.Vertx;
+import io.vertx.ext.web.Router;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.eclipse.jetty.ee11.servlet.FilterHolder;
+import org.eclipse.jetty.ee11.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee11.servlet.ServletHolder;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Tied requests to two real replicas (Vert.x, Jetty) claiming their ties in a real Redis. */
+class TiedRequestsTest {
+  @RegisterExtension
+  static final RedisExtension redis = RedisExtension.standalone();
+
+  private final Map<String, AtomicInteger> executions = new ConcurrentHashMap<>();
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private Vertx vertx;
+  private RedisBudgetStore connection;
+  private TieGuard ties;
+  private RedisBudgetClient budgets;
+
+  @BeforeEach
+  void start() {
+    vertx = Vertx.vertx();
+    connection = RedisBudgetStore.connect(redis.connectionOptions().build());
+    ties = new TieGuard(new ClaimStore(connection, Duration.ofMillis(500)), Duration.ofSeconds(5));
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofMillis(500)).build();
+  }
+
+  @AfterEach
+  void stop() {
+    budgets.close();
+    connection.close();
+    vertx.close().await();
+    if (!redis.server().isAlive()) {
+      redis.server().restart();
+    }
+  }
+
+  private void executed(String tie) {
+    executions.computeIfAbsent(String.valueOf(tie), k -> new AtomicInteger()).incrementAndGet();
+  }
+
+  /** A Vert.x replica whose work takes 5 ms. */
+  private URI vertxReplica(int n) {
+    Router router = Router.router(vertx);
+    router.get("/work").handler(VertxTies.handler(ties));
+    router.get("/work").handler(ctx -> {
+      executed(ctx.request().getHeader(TieGuard.TIE_HEADER));
+      vertx.setTimer(5, t -> ctx.response().end("replica " + n));
+    });
+    return URI.create("http://127.0.0.1:" + vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort());
+  }
+
+  private io.retrybudget.budget.RetryBudget roomyBudget() {
+    return budgets.budget(BudgetConfig.builder("tied-" + UUID.randomUUID().toString().substring(0, 8))
+        .minRetriesPerSecond(1000).build());
+  }
+
+  private int runPairs(TiedSender sender, URI anyReplica, int calls) {
+    int ok = 0;
+    for (int i = 0; i < calls; i++) {
+      HttpResponse<String> r;
+      try {
+        r = sender.send(HttpRequest.newBuilder(anyReplica.resolve("/work")).GET().build(),
+            HttpResponse.BodyHandlers.ofString()).join();
+      } catch (java.util.concurrent.CompletionException e) {
+        System.out.println("a tied call failed: " + e.getCause());
+        continue;
+      }
+      boolean good = r.statusCode() == 200 && r.body().startsWith("replica ");
+      ok += good ? 1 : 0;
+      if (!good) {
+        System.out.println("not answered by a replica: " + r.statusCode() + " " + r.headers().map() + " " + r.body());
+      }
+    }
+    return ok;
+  }
+
+  private long singleExecutions() {
+    return executions.values().stream().filter(n -> n.get() == 1).count();
+  }
+
+  @Test
+  void aTiedPairOnIdleVertxReplicasExecutesOnce() {
+    List<URI> replicas = List.of(vertxReplica(1), vertxReplica(2));
+    TiedSender sender = TiedSender.builder(http).replicas(replicas).delay(Duration.ofMillis(1)).budget(roomyBudget()).build();
+    int calls = 300;
+    int answered = runPairs(sender, replicas.get(0), calls);
+    assertTrue(answered >= 0.99 * calls, "calls that got the winner's answer: " + answered);
+    assertEquals(calls, executions.size(), "every tie executed");
+    System.out.println("tied pairs (Vert.x): " + singleExecutions() + "/" + calls + " executed once; second copies sent "
+        + sender.stats()[0] + ", answered " + answered + ", ties won/lost/unasked " + java.util.Arrays.toString(ties.stats()));
+    assertTrue(singleExecutions() >= 0.99 * calls, singleExecutions() + " of " + calls + " executed once");
+    assertTrue(sender.stats()[0] >= 0.9 * calls, "the second copy was sent (5 ms of work > 1 ms delay): " + sender.stats()[0]);
+    // a second copy the winner's answer overtook is cancelled before it reaches its replica
+    assertTrue(ties.stats()[1] <= sender.stats()[0] && ties.stats()[1] >= 0.9 * sender.stats()[0],
+        "the second copies that arrived lost their ties and stopped before working: " + ties.stats()[1]);
+  }
+
+  @Test
+  void aTiedPairOnIdleJettyReplicasExecutesOnce() throws Exception {
+    List<Server> servers = new ArrayList<>();
+    List<URI> replicas = new ArrayList<>();
+    try {
+      for (int n = 1; n <= 2; n++) {
+        int replica = n;
+        Server server = new Server();
+        ServerConnector connector = new ServerConnector(server);
+        connector.setHost("127.0.0.1");
+        server.addConnector(connector);
+        ServletContextHandler context = new ServletContextHandler();
+        context.addServlet(new ServletHolder(new HttpServlet() {
+          @Override
+          protected void doGet(HttpServletRequest req, HttpServletResponse res) throws IOException {
+            executed(req.getHeader(TieGuard.TIE_HEADER));
+            try {
+              java.util.concurrent.TimeUnit.MILLISECONDS.sleep(5); // the replica's work, not the test waiting
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            res.getWriter().write("replica " + replica);
+          }
+        }), "/work");
+        context.addFilter(new FilterHolder(new TieFilter(ties)), "/work", EnumSet.of(DispatcherType.REQUEST));
+        server.setHandler(context);
+        server.start();
+        servers.add(server);
+        replicas.add(URI.create("http://127.0.0.1:" + connector.getLocalPort()));
+      }
+      TiedSender sender = TiedSender.builder(http).replicas(replicas).budget(roomyBudget()).build();
+      int calls = 200;
+      int answered = runPairs(sender, replicas.get(0), calls);
+      assertTrue(answered >= 0.99 * calls, "calls that got the winner's answer: " + answered);
+      assertTrue(singleExecutions() >= 0.99 * calls, singleExecutions() + " of " + calls + " executed once");
+      assertTrue(ties.stats()[1] <= sender.stats()[0] && ties.stats()[1] >= 0.9 * sender.stats()[0],
+          "lost ties " + ties.stats()[1] + " of " + sender.stats()[0] + " second copies");
+    } finally {
+      for (Server s : servers) {
+        s.stop();
+      }
+    }
+  }
+
+  @Test
+  void theSecondCopyDrawsOnTheBudgetLikeAHedge() {
+    List<URI> replicas = List.of(vertxReplica(1), vertxReplica(2));
+    io.retrybudget.budget.RetryBudget none = budgets.budget(BudgetConfig.builder("tied-none-" + UUID.randomUUID()
+        .toString().substring(0, 8)).ratioPpm(1).minRetriesPerSecond(0).build());
+    TiedSender sender = TiedSender.builder(http).replicas(replicas).budget(none).build();
+    assertEquals(20, runPairs(sender, replicas.get(0), 20));
+    assertEquals(0, sender.stats()[0], "no second copy without a permit");
+    assertEquals(20, sender.stats()[1]);
+    assertEquals(20, singleExecutions());
+  }
+
+  @Test
+  void withRedisDownBothCopiesRun() {
+    List<URI> replicas = List.of(vertxReplica(1), vertxReplica(2));
+    TiedSender sender = TiedSender.builder(http).replicas(replicas).build();
+    redis.server().kill();
+    assertEquals(5, runPairs(sender, replicas.get(0), 5), "the calls are answered anyway");
+    assertTrue(ties.stats()[2] >= 5, "copies ran unasked: " + java.util.Arrays.toString(ties.stats()));
+  }
+}
