@@ -211,6 +211,30 @@ class BudgetedRetryTest {
   }
 
   @Test
+  void executeMethodsCountOnceAndAreBudgeted() throws Throwable {
+    LocalRetryBudget budget = budget(0);
+    BudgetedRetry retry = retry(threeAttempts(), budget);
+
+    assertEquals("ok", retry.executeSupplier(() -> "ok"));
+    assertEquals("ok", retry.executeCheckedSupplier(() -> "ok"));
+    retry.executeRunnable(() -> { });
+    assertArrayEquals(new long[] {3, 0, 0}, budget.windowCounts());
+
+    assertThrows(RetryBudgetExhaustedException.class, () -> retry.executeSupplier(() -> {
+      throw new IllegalStateException("down");
+    }));
+    assertThrows(RetryBudgetExhaustedException.class, () -> retry.executeCheckedSupplier(() -> {
+      throw new IOException("down");
+    }));
+    assertThrows(RetryBudgetExhaustedException.class, () -> retry.executeRunnable(() -> {
+      throw new IllegalStateException("down");
+    }));
+    assertArrayEquals(new long[] {6, 0, 3}, budget.windowCounts());
+    assertEquals(3, retry.getMetrics().getNumberOfSuccessfulCallsWithoutRetryAttempt());
+    assertTrue(SLEEPS.isEmpty());
+  }
+
+  @Test
   void aRefusalFromANestedBudgetIsNotRetriedHere() {
     LocalRetryBudget budget = budget(100);
     BudgetedRetry retry = retry(threeAttempts(), budget);
