@@ -58,6 +58,9 @@ final class BudgetedAsyncCall<T> implements Runnable {
     CompletionStage<T> stage;
     try {
       stage = supplier.get();
+      if (stage == null) {
+        stage = CompletableFuture.failedFuture(new NullPointerException("the supplier returned no CompletionStage"));
+      }
     } catch (RuntimeException e) {
       stage = CompletableFuture.failedFuture(e); // like an attempt that failed
     }

@@ -377,6 +377,30 @@ class BudgetedRetryTest {
   }
 
   @Test
+  void aSupplierThatThrowsOrReturnsNoStageIsAFailedAttemptNotAHang() throws Exception {
+    LocalRetryBudget budget = budget(5);
+    BudgetedRetry retry = retry(threeAttempts(), budget);
+    ManualScheduler scheduler = new ManualScheduler();
+    AtomicInteger calls = new AtomicInteger();
+
+    CompletableFuture<String> result = retry.executeCompletionStage(scheduler, () -> {
+      switch (calls.incrementAndGet()) {
+        case 1:
+          throw new IllegalStateException("thrown, not returned");
+        case 2:
+          return null;
+        default:
+          return CompletableFuture.completedFuture("ok");
+      }
+    }).toCompletableFuture();
+    scheduler.runQueued();
+    scheduler.runQueued();
+
+    assertEquals("ok", result.get(1, TimeUnit.SECONDS));
+    assertEquals(3, calls.get());
+  }
+
+  @Test
   void cancellingTheStageStopsTheScheduledRetry() {
     LocalRetryBudget budget = budget(5);
     BudgetedRetry retry = retry(threeAttempts(), budget);
