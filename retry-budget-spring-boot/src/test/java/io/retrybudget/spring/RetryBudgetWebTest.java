@@ -139,6 +139,16 @@ class RetryBudgetWebTest {
   }
 
   @Test
+  void restTemplateTakesTheSameInterceptor() {
+    org.springframework.web.client.RestTemplate template = new org.springframework.web.client.RestTemplate();
+    template.getInterceptors().add(interceptors.forClient("backend"));
+
+    assertEquals("ok t1", template.getForObject("http://localhost:" + port + "/flaky/t1/2", String.class));
+    assertEquals(List.of("1", "2", "3"), backend.attemptHeaders);
+    assertEquals(2, WAITS.size());
+  }
+
+  @Test
   void retriedPostCarriesOneIdempotencyKey() {
     String body = client("backend").post().uri("/orders/o1").retrieve().body(String.class);
 
