@@ -38,7 +38,7 @@ final class BudgetGate<T> implements IntervalBiFunction<T> {
     BudgetedAsyncCall<?> call = asyncCall.get();
     BudgetDecision decision;
     if (call == null) {
-      decision = BudgetedRetry.decideBlocking(budget);
+      decision = decideBlocking();
     } else {
       asyncCall.remove(); // one decision per hand-over, whatever listeners run next
       CompletableFuture<BudgetDecision> answer = budget.acquire().toCompletableFuture();
@@ -53,6 +53,11 @@ final class BudgetGate<T> implements IntervalBiFunction<T> {
     }
     throw new RetryBudgetExhaustedException(budget.name(), decision,
         outcome.isLeft() ? outcome.getLeft() : null, outcome.isRight() ? outcome.get() : null);
+  }
+
+  /** The one place a blocking decision is asked for. */
+  private BudgetDecision decideBlocking() {
+    return budget.tryAcquire();
   }
 
   /** Runs one of Resilience4j's async decisions for {@code call} on this thread. */

@@ -4,7 +4,6 @@ import io.github.resilience4j.core.functions.CheckedSupplier;
 import io.github.resilience4j.retry.Retry;
 import io.github.resilience4j.retry.RetryConfig;
 import io.github.resilience4j.retry.RetryRegistry;
-import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import java.util.Map;
@@ -230,10 +229,5 @@ public final class BudgetedRetry implements Retry {
     public boolean test(Throwable failure) {
       return !(failure instanceof RetryBudgetExhaustedException) && retryable.test(failure);
     }
-  }
-
-  /** The one place a blocking decision is asked for. */
-  static BudgetDecision decideBlocking(RetryBudget budget) {
-    return budget.tryAcquire();
   }
 }
