@@ -1,0 +1,108 @@
+package io.retrybudget.spring;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.retry.RetryExecutor;
+import java.time.Clock;
+import java.time.Duration;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Fleet-wide retry budgets from {@code retrybudget.*}: the {@link RedisBudgetClient} (one per
+ * application, closed on shutdown), {@link RetryBudgets} (budgets by name, executors by client
+ * name), {@link RetryBudgetInterceptors} for RestClient / RestTemplate when spring-web is present,
+ * Micrometer metrics when the application has a MeterRegistry, and the actuator endpoint
+ * {@code retrybudgets} and health indicator {@code retryBudget} when the actuator is present.
+ *
+ * <p>A {@link RetryExecutor.Sleeper} bean, if any, replaces the sleeping of the executors and
+ * interceptors (for tests on fake time).
+ */
+@AutoConfiguration
+@ConditionalOnClass(RedisBudgetClient.class)
+@ConditionalOnProperty(prefix = "retrybudget", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(RetryBudgetProperties.class)
+public class RetryBudgetAutoConfiguration {
+  /** Bound on each read of the actuator endpoint and health indicator. */
+  static final Duration STATUS_TIMEOUT = Duration.ofSeconds(1);
+
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  RedisBudgetClient retryBudgetRedisClient(RetryBudgetProperties properties) {
+    return PropertyErrors.client(properties);
+  }
+
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  RetryBudgets retryBudgets(RedisBudgetClient client, RetryBudgetProperties properties,
+      ObjectProvider<RetryBudgetMetricsSupport> metrics, ObjectProvider<RetryExecutor.Sleeper> sleeper) {
+    return new RetryBudgets(client, properties, metrics.getIfAvailable(() -> RetryBudgetMetricsSupport.NONE),
+        sleeper.getIfAvailable());
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.http.client.ClientHttpRequestInterceptor")
+  static class HttpInterceptors {
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    RetryBudgetInterceptors retryBudgetInterceptors(RetryBudgets budgets, ObjectProvider<RetryBudgetMetricsSupport> metrics,
+        ObjectProvider<RetryExecutor.Sleeper> sleeper) {
+      return new RetryBudgetInterceptors(budgets, metrics.getIfAvailable(() -> RetryBudgetMetricsSupport.NONE),
+          sleeper.getIfAvailable(), Clock.systemUTC());
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
+  static class Metrics {
+    /** Resolved when the budgets are made: the application's registry if it defines one. */
+    @Bean
+    RetryBudgetMetricsSupport retryBudgetMetrics(ObjectProvider<MeterRegistry> registry) {
+      return new RetryBudgetMetricsSupport() {
+        private RetryBudgetMetricsSupport delegate() {
+          MeterRegistry r = registry.getIfAvailable();
+          return r == null ? RetryBudgetMetricsSupport.NONE : new MicrometerRetryBudgetMetrics(r);
+        }
+
+        @Override
+        public io.retrybudget.retry.RetryListener listener(String client) {
+          return delegate().listener(client);
+        }
+
+        @Override
+        public void monitor(io.retrybudget.budget.RetryBudget budget) {
+          delegate().monitor(budget);
+        }
+      };
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = {"org.springframework.boot.actuate.endpoint.annotation.Endpoint",
+      "org.springframework.boot.health.contributor.HealthIndicator"})
+  static class Actuator {
+    @Bean(destroyMethod = "close")
+    RetryBudgetStatus retryBudgetStatus(RetryBudgets budgets, RetryBudgetProperties properties) {
+      return new RetryBudgetStatus(PropertyErrors.connectionOptions(properties), budgets.configs(), STATUS_TIMEOUT);
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    RetryBudgetsEndpoint retryBudgetsEndpoint(RedisBudgetClient client, RetryBudgets budgets, RetryBudgetStatus status) {
+      return new RetryBudgetsEndpoint(client, budgets, status);
+    }
+
+    @Bean(name = "retryBudgetHealthIndicator")
+    @ConditionalOnMissingBean(name = "retryBudgetHealthIndicator")
+    RetryBudgetHealthIndicator retryBudgetHealthIndicator(RedisBudgetClient client, RetryBudgets budgets,
+        RetryBudgetStatus status) {
+      return new RetryBudgetHealthIndicator(client, budgets, status);
+    }
+  }
+}

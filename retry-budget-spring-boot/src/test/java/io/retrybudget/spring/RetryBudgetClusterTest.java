@@ -1,0 +1,41 @@
+package io.retrybudget.spring;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.testing.RedisExtension;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/** {@code retrybudget.redis.cluster-nodes}: the same beans against a real 3-master Redis Cluster. */
+class RetryBudgetClusterTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.cluster();
+
+  @Test
+  void budgetsEndpointAndHealthOnACluster() {
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(RetryBudgetAutoConfiguration.class))
+        .withPropertyValues(
+            "retrybudget.redis.cluster-nodes=" + String.join(",", redis.nodes()),
+            "retrybudget.call-timeout=500ms",
+            "retrybudget.budgets.orders.min-retries-per-second=3",
+            "retrybudget.budgets.users.min-retries-per-second=3")
+        .run(context -> {
+          RetryBudgets budgets = context.getBean(RetryBudgets.class);
+          for (String name : new String[] {"orders", "users"}) {
+            RetryBudget budget = budgets.budget(name);
+            budget.recordFirstAttempt();
+            assertTrue(budget.acquireBlocking().granted(), name);
+            Map<String, Object> status = context.getBean(RetryBudgetsEndpoint.class).budget(name);
+            assertEquals(1L, status.get("requests"), status.toString());
+            assertEquals(1L, status.get("retries"), status.toString());
+          }
+          assertEquals(Status.UP, context.getBean(RetryBudgetHealthIndicator.class).health().getStatus());
+        });
+  }
+}
