@@ -4,6 +4,7 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
+import io.grpc.Context;
 import io.grpc.Deadline;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -43,9 +44,10 @@ import java.util.function.Consumer;
  * not retry (gRFC A6). With {@link Builder#hedging} the call is hedged, each hedge asking the budget.
  *
  * <p>The call's deadline ({@code withDeadline}/{@code withDeadlineAfter}) bounds every attempt and
- * the whole call: the call ends with {@code DEADLINE_EXCEEDED} at that instant, mid-attempt or
- * mid-sleep. Cancelling the call (the stub's, or a cancelled {@code io.grpc.Context}) cancels the
- * attempt in flight and the sleep, and asks the budget nothing more. Streaming calls pass through
+ * the whole call (or the caller's {@code io.grpc.Context} deadline, whichever is first): the call
+ * ends with {@code DEADLINE_EXCEEDED} at that instant, mid-attempt or mid-sleep. Every attempt runs
+ * in the caller's gRPC context. Cancelling the call (the stub's, or the caller's cancelled {@code
+ * io.grpc.Context}) cancels the attempt in flight and the sleep, and asks the budget nothing more. Streaming calls pass through
  * untouched.
  *
  * <p><b>Turn gRPC's own retries off</b> on channels that use this interceptor, or the two multiply
@@ -177,16 +179,39 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
 
     @Override
     public void halfClose() {
-      Deadline deadline = options.getDeadline();
+      synchronized (this) {
+        if (answered) {
+          return; // cancelled before it was sent
+        }
+      }
+      // the caller's gRPC context: every attempt runs in it (its deadline, its values), and its
+      // cancellation cancels the call, also while it sleeps between attempts on our timer thread
+      Context context = Context.current();
+      Deadline deadline = earliest(options.getDeadline(), context.getDeadline());
       if (deadline != null && deadline.isExpired()) {
         answer(new Outcome(Status.DEADLINE_EXCEEDED.withDescription("deadline passed before the call started"),
             null, null, new Metadata()));
         return;
       }
-      CompletableFuture<Outcome> started = executor.callAsync(this::attempt);
+      CompletableFuture<Outcome> started = executor.callAsync(ctx -> {
+        Context previous = context.attach();
+        try {
+          return attempt(ctx);
+        } finally {
+          context.detach(previous);
+        }
+      });
       synchronized (this) {
         call = started;
       }
+      Context.CancellationListener onCancel = c -> {
+        if (c.cancellationCause() instanceof java.util.concurrent.TimeoutException) {
+          deadlineHit = true; // the context's deadline passed
+        }
+        started.cancel(false);
+      };
+      context.addListener(onCancel, Runnable::run); // nothing is kept for a context that cannot be cancelled
+      started.whenComplete((o, e) -> context.removeListener(onCancel));
       if (deadline != null) {
         deadlineTimer = timers.schedule(() -> {
           deadlineHit = true;
@@ -207,6 +232,10 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
       } else if (listener != null) {
         answer(new Outcome(Status.CANCELLED.withDescription(why).withCause(cause), null, null, new Metadata()));
       }
+    }
+
+    private Deadline earliest(Deadline a, Deadline b) {
+      return a == null ? b : b == null ? a : a.minimum(b);
     }
 
     /** One attempt: a new call of the method on the next channel, with the same message and headers. */

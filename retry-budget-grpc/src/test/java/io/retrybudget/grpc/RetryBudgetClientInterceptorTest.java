@@ -200,6 +200,32 @@ class RetryBudgetClientInterceptorTest {
   }
 
   @Test
+  void cancellingTheCallersContextStopsTheBackoffSleep() throws Exception {
+    service.otherwise = fail(Status.UNAVAILABLE);
+    connect(RetryBudgetClientInterceptor.builder().policy(FOREVER), 1.0, 100);
+    io.grpc.Context.CancellableContext context = io.grpc.Context.current().withCancellation();
+    recorder.onSleep = () -> context.cancel(null); // on the budget's hand-off thread, not the caller's
+    ListenableFuture<String> f = context.call(() -> ClientCalls.futureUnaryCall(channel.newCall(ECHO, CallOptions.DEFAULT), "hi"));
+    java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+        () -> f.get(10, TimeUnit.SECONDS));
+    assertEquals(Status.Code.CANCELLED, Status.fromThrowable(e.getCause()).getCode());
+    assertEquals(1, service.requests());
+    assertEquals(1, budget.acquires.get());
+  }
+
+  @Test
+  void theCallersContextDeadlineBoundsTheCall() {
+    service.otherwise = fail(Status.UNAVAILABLE);
+    connect(RetryBudgetClientInterceptor.builder().policy(FOREVER), 1.0, 100);
+    io.grpc.Context.CancellableContext context = io.grpc.Context.current()
+        .withDeadlineAfter(2, TimeUnit.SECONDS, java.util.concurrent.Executors.newSingleThreadScheduledExecutor());
+    StatusRuntimeException e = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> assertThrows(StatusRuntimeException.class,
+        () -> context.call(() -> call(CallOptions.DEFAULT))));
+    assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getStatus().getCode(), e.getStatus().toString());
+    assertEquals(1, service.requests());
+  }
+
+  @Test
   void cancelStopsTheAttemptInFlightAndAsksNothing() throws Exception {
     service.script.add(HANG);
     connect(RetryBudgetClientInterceptor.builder().policy(FAST), 1.0, 100);
