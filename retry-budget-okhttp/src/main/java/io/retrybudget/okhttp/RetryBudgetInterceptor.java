@@ -123,7 +123,7 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
       if (!scope.stopped) {
         Thread.currentThread().interrupt(); // a real interrupt of this thread, not our wake-up
       }
-      throw scope.failure(new InterruptedIOException("Canceled"), e);
+      throw scope.failure(new InterruptedIOException(scope.deadlineHit ? "retry deadline passed" : "Canceled"), e);
     } catch (IOException e) {
       scope.closeLast();
       throw scope.deadlineHit ? scope.failure(new InterruptedIOException("retry deadline passed"), e) : e;
