@@ -108,14 +108,10 @@ public final class VertxRetry implements AutoCloseable {
     Objects.requireNonNull(attempt, "attempt must not be null");
     Context caller = vertx.getOrCreateContext();
     CompletableFuture<T> call = executor.callAsync(ownKey, context -> onContext(caller, attempt, context));
-    Promise<T> result = Promise.promise();
-    call.whenComplete((value, failure) -> {
-      if (Vertx.currentContext() == caller) {
-        complete(result, value, failure);
-      } else {
-        caller.runOnContext(v -> complete(result, value, failure));
-      }
-    });
+    // a promise of the caller's context: its handlers run there, whichever thread completes it and
+    // whenever they are added (even after completion, from a thread outside Vert.x)
+    Promise<T> result = ((io.vertx.core.internal.ContextInternal) caller).promise();
+    call.whenComplete((value, failure) -> complete(result, value, failure));
     if (cancellation != null) {
       cancellation.onComplete(ignored -> call.cancel(false));
     }
