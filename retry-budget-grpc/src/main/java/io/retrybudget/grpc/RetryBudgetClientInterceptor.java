@@ -201,8 +201,14 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
           context.detach(previous);
         }
       });
+      boolean cancelledMeanwhile;
       synchronized (this) {
         call = started;
+        cancelledMeanwhile = answered; // cancel() ran between the check above and now
+      }
+      if (cancelledMeanwhile) {
+        started.cancel(false);
+        return;
       }
       Context.CancellationListener onCancel = c -> {
         if (c.cancellationCause() instanceof java.util.concurrent.TimeoutException) {
