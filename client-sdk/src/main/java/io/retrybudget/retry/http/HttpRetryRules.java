@@ -7,8 +7,8 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * HTTP's retry rules as pure functions: which statuses are worth another attempt, which methods are
@@ -37,16 +37,25 @@ public final class HttpRetryRules {
    * value cannot be read.
    */
   public static Duration serverDelay(HttpResponse<?> response, Clock clock) {
-    Optional<String> pushback = response.headers().firstValue(PUSHBACK_HEADER);
-    if (pushback.isPresent()) {
+    return serverDelay(name -> response.headers().firstValue(name).orElse(null), clock);
+  }
+
+  /**
+   * As {@link #serverDelay(HttpResponse, Clock)} for a response of any client, read through
+   * {@code header} (a header's first value by name, null when absent).
+   */
+  public static Duration serverDelay(UnaryOperator<String> header, Clock clock) {
+    String pushback = header.apply(PUSHBACK_HEADER);
+    if (pushback != null) {
       try {
-        long ms = Long.parseLong(pushback.get().trim());
+        long ms = Long.parseLong(pushback.trim());
         return ms < 0 ? Duration.ofMillis(-1) : Duration.ofMillis(ms);
       } catch (NumberFormatException e) {
         // unreadable: fall through to Retry-After
       }
     }
-    return response.headers().firstValue("Retry-After").map(v -> parseRetryAfter(v, clock)).orElse(null);
+    String retryAfter = header.apply("Retry-After");
+    return retryAfter == null ? null : parseRetryAfter(retryAfter, clock);
   }
 
   /** Retry-After: delta-seconds or an HTTP-date (a date in the past means no wait). */

@@ -41,11 +41,10 @@ public final class RetryingHttpClient implements AutoCloseable {
     this.http = b.http;
     this.keysForNonIdempotent = b.keysForNonIdempotent;
     this.replicas = b.replicas;
-    RetryPolicy.Builder rules = b.policy.toBuilder()
-        .<HttpResponse<?>>retryOnResult(r -> HttpRetryRules.isRetryableStatus(r.statusCode()))
-        .serverDelay((result, failure) -> result instanceof HttpResponse<?> r ? HttpRetryRules.serverDelay(r, b.clock) : null);
-    this.idempotent = executor(b, rules.idempotent(true).build());
-    this.nonIdempotent = executor(b, rules.idempotent(false).build());
+    HttpClientRules<HttpResponse<?>> rules = HttpClientRules.of(HttpResponse.class, HttpResponse::statusCode,
+        r -> name -> r.headers().firstValue(name).orElse(null), b.clock);
+    this.idempotent = executor(b, rules.apply(b.policy, true));
+    this.nonIdempotent = executor(b, rules.apply(b.policy, false));
   }
 
   private static RetryExecutor executor(Builder b, RetryPolicy policy) {
@@ -73,7 +72,7 @@ public final class RetryingHttpClient implements AutoCloseable {
     boolean safe = HttpRetryRules.isIdempotentMethod(request.method());
     String ownKey = request.headers().firstValue(HttpRetryRules.IDEMPOTENCY_KEY_HEADER).orElse(null);
     RetryExecutor executor = safe ? idempotent : nonIdempotent;
-    boolean sendKey = !safe && (ownKey != null || keysForNonIdempotent) && executor.policy().maxAttempts() > 1;
+    boolean sendKey = HttpClientRules.sendsIdempotencyKey(request.method(), ownKey, keysForNonIdempotent, executor.policy());
     // a random first replica per call spreads load; each later attempt or hedge takes the next one
     int offset = replicas.isEmpty() ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size());
     DiscardedResponses<T> discarded = new DiscardedResponses<>();
