@@ -1,5 +1,7 @@
 package io.retrybudget.budget;
 
+import io.retrybudget.budget.internal.LogLimiter;
+import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import java.time.Duration;
@@ -45,8 +47,14 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final ScheduledExecutorService scheduler;
   private final Set<RedisRetryBudget> budgets = ConcurrentHashMap.newKeySet();
   private volatile RedisBudgetStore store;
+  private volatile BudgetScripts scripts;
+  // at most one WARNING and one INFO about degradation per 30 s for the whole client
+  private final LogLimiter warnings;
+  private final LogLimiter infos;
   private volatile ScheduledFuture<?> connectTask;
   private volatile boolean closed;
+  private boolean reportedUnreachable; // timer thread only (and the constructor)
+  static final long LOG_INTERVAL_MILLIS = 30_000;
 
   private RedisBudgetClient(Builder b) {
     this.connectionOptions = b.connectionOptions;
@@ -56,6 +64,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.fallbackPolicy = b.fallbackPolicy;
     this.fallbackSharesFloor = b.fallbackSharesFloor;
     this.millisClock = b.millisClock;
+    this.warnings = new LogLimiter(LOG, Level.WARNING, LOG_INTERVAL_MILLIS, millisClock);
+    this.infos = new LogLimiter(LOG, Level.INFO, LOG_INTERVAL_MILLIS, millisClock);
     this.scheduler = io.retrybudget.internal.Schedulers.daemon("retry-budget-timer");
     if (!tryConnect()) {
       long delay = connectionOptions.reconnectDelayMax().toMillis();
@@ -98,6 +108,18 @@ public final class RedisBudgetClient implements AutoCloseable {
     return store;
   }
 
+  BudgetScripts scripts() {
+    return scripts;
+  }
+
+  void logDegraded(java.util.function.Supplier<String> message) {
+    warnings.log(message);
+  }
+
+  void logRecovered(java.util.function.Supplier<String> message) {
+    infos.log(message);
+  }
+
   ScheduledExecutorService scheduler() {
     return scheduler;
   }
@@ -132,10 +154,17 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   private boolean tryConnect() {
     try {
-      store = RedisBudgetStore.connect(connectionOptions);
+      RedisBudgetStore s = RedisBudgetStore.connect(connectionOptions);
+      scripts = new BudgetScripts(s);
+      store = s;
+      if (reportedUnreachable) {
+        infos.log(() -> "Redis " + connectionOptions + " reached: budgets decide from Redis");
+      }
       return true;
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "Redis not reachable yet, budgets use their fallback: " + e.getMessage());
+      reportedUnreachable = true;
+      warnings.log(() -> "Redis " + connectionOptions + " not reachable, budgets use their " + fallbackPolicy
+          + " fallback and the client keeps connecting: " + e.getMessage());
       return false;
     }
   }

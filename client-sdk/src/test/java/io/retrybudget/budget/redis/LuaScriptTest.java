@@ -46,7 +46,7 @@ class LuaScriptTest {
   private BudgetReply budget(String name, String client, long requests, long denied, int need, int want,
       long ratioPpm, int window, int floor, String mode) throws Exception {
     BudgetKeys k = new BudgetKeys(name);
-    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients()},
+    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index()},
         client, Integer.toString(++nextSeq), Long.toString(requests), Long.toString(denied),
         Integer.toString(need), Integer.toString(want), Long.toString(ratioPpm), Integer.toString(window),
         Integer.toString(floor), mode).get(5, TimeUnit.SECONDS);
@@ -145,7 +145,7 @@ class LuaScriptTest {
   @Test
   void aCallSeenBeforeIsNotAppliedTwice() throws Exception {
     BudgetKeys k = new BudgetKeys("dedupe");
-    String[] keys = {k.config(), k.window(), k.clients()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
     String[] args = {"client-x", "7", "40", "2", "0", "0", "100000", "100", "0", "enforce"};
     BudgetReply once = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
     BudgetReply again = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
@@ -237,7 +237,7 @@ class LuaScriptTest {
   void changingTheWindowStartsTheCountsAfresh() throws Exception {
     count("rewindow", 100);
     BudgetKeys k = new BudgetKeys("rewindow");
-    store.run(LuaScript.CONFIGURE, new String[] {k.config()}, "", "20", "", "", "100000", "10", "10", "enforce")
+    store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()}, "", "20", "", "", "100000", "10", "10", "enforce")
         .get(5, TimeUnit.SECONDS);
     BudgetReply r = count("rewindow", 1);
     assertEquals(20, r.windowSeconds());
@@ -247,17 +247,17 @@ class LuaScriptTest {
   @Test
   void rejectsBadArgumentsNamingThem() {
     BudgetKeys k = new BudgetKeys("bad");
-    String[] keys = {k.config(), k.window(), k.clients()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
     ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
         "c", "1", "-5", "0", "0", "0", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid requests"), e.getCause().getMessage());
     e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
         "c", "1", "0", "0", "2", "1", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid want"), e.getCause().getMessage());
-    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "0", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid ratio_ppm"), e.getCause().getMessage());
-    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "", "", "", "loud", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid mode"), e.getCause().getMessage());
     assertEquals(0L, redis.server().call("EXISTS", k.config()), "nothing half-written");
@@ -266,10 +266,10 @@ class LuaScriptTest {
   @Test
   void configureKeepsFieldsLeftOut() throws Exception {
     BudgetKeys k = new BudgetKeys("conf");
-    List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "250000", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
     assertEquals(List.of(250000L, 10L, 10L, "enforce"), first);
-    List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "", "30", "0", "shadow", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
     assertEquals(List.of(250000L, 30L, 0L, "shadow"), second);
   }
