@@ -58,6 +58,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean degraded;
   private volatile long degradedSince;
+  private final java.util.concurrent.atomic.AtomicInteger timesDegraded = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean closed;
   // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
   private volatile Learned learned;
@@ -269,6 +270,7 @@ final class RedisRetryBudget implements RetryBudget {
     if ((consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES || broken) && !degraded) {
       degradedSince = clock.getAsLong();
       degraded = true;
+      timesDegraded.incrementAndGet();
       client.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
           + client.fallbackPolicy() + " fallback until Redis answers again; cause: " + describe(cause));
     }
@@ -282,6 +284,11 @@ final class RedisRetryBudget implements RetryBudget {
       return "no answer within the call timeout";
     }
     return cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+  }
+
+  /** How often this budget went from healthy to degraded (for tests and diagnostics). */
+  int timesDegraded() {
+    return timesDegraded.get();
   }
 
   @Override
