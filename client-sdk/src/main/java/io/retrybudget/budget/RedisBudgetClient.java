@@ -53,6 +53,7 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final LogLimiter infos;
   private volatile ScheduledFuture<?> connectTask;
   private volatile boolean closed;
+  private final java.util.concurrent.atomic.AtomicInteger connectAttempts = new java.util.concurrent.atomic.AtomicInteger();
   private boolean reportedUnreachable; // timer thread only (and the constructor)
   static final long LOG_INTERVAL_MILLIS = 30_000;
 
@@ -152,7 +153,13 @@ public final class RedisBudgetClient implements AutoCloseable {
     budgets.remove(budget);
   }
 
+  /** How many times the client has tried to reach Redis (for tests and diagnostics). */
+  int connectAttempts() {
+    return connectAttempts.get();
+  }
+
   private boolean tryConnect() {
+    connectAttempts.incrementAndGet();
     try {
       RedisBudgetStore s = RedisBudgetStore.connect(connectionOptions);
       scripts = new BudgetScripts(s);
