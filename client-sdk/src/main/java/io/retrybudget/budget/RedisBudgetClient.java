@@ -32,7 +32,8 @@ import java.util.logging.Logger;
  * }</pre>
  *
  * <p>If Redis cannot be reached when the client is built, it is built anyway: budgets decide from
- * their fallback and the client keeps connecting in the background.
+ * their fallback and the client keeps connecting in the background. {@code build()} waits for the
+ * first connection at most the connect timeout of {@link RedisConnectionOptions} (default 2 s).
  */
 public final class RedisBudgetClient implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(RedisBudgetClient.class.getName());
@@ -68,7 +69,18 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.warnings = new LogLimiter(LOG, Level.WARNING, LOG_INTERVAL_MILLIS, millisClock);
     this.infos = new LogLimiter(LOG, Level.INFO, LOG_INTERVAL_MILLIS, millisClock);
     this.scheduler = io.retrybudget.internal.Schedulers.daemon("retry-budget-timer");
-    if (!tryConnect()) {
+    // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
+    // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
+    java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
+    boolean connected = false;
+    try {
+      connected = first.get(connectionOptions.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      // still trying, or failed: the timer goes on trying (one thread: never two attempts at once)
+    }
+    if (!connected) {
       long delay = connectionOptions.reconnectDelayMax().toMillis();
       connectTask = scheduler.scheduleWithFixedDelay(this::connectInBackground, delay, delay, TimeUnit.MILLISECONDS);
     }
@@ -162,6 +174,10 @@ public final class RedisBudgetClient implements AutoCloseable {
     connectAttempts.incrementAndGet();
     try {
       RedisBudgetStore s = RedisBudgetStore.connect(connectionOptions);
+      if (closed) {
+        s.close(); // closed while connecting: leak nothing
+        return false;
+      }
       scripts = new BudgetScripts(s);
       store = s;
       if (reportedUnreachable) {
@@ -178,6 +194,10 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   private void connectInBackground() {
     if (closed || store != null) {
+      ScheduledFuture<?> task = connectTask;
+      if (task != null) {
+        task.cancel(false);
+      }
       return;
     }
     if (tryConnect()) {

@@ -67,6 +67,20 @@ public final class RedisConnectionOptions {
     if (!scheme.equals("redis") && !scheme.equals("rediss")) {
       throw new IllegalArgumentException(what + " must start with redis:// or rediss://, was '" + mask(value) + "'");
     }
+    // Lettuce reads "host:notaport" as a host name: check the port ourselves
+    String rest = value.substring(value.indexOf("://") + 3);
+    int end = rest.length();
+    for (char c : new char[] {'/', '?', '#'}) {
+      int i = rest.indexOf(c, Math.max(0, rest.lastIndexOf('@')));
+      if (i >= 0) {
+        end = Math.min(end, i);
+      }
+    }
+    String hostPort = rest.substring(rest.lastIndexOf('@') + 1, end);
+    int colon = hostPort.lastIndexOf(':');
+    if (colon >= 0 && hostPort.indexOf(']') < colon && !hostPort.substring(colon + 1).matches("[0-9]{1,5}")) {
+      throw new IllegalArgumentException(what + " has a bad port: '" + mask(value) + "'");
+    }
     RedisURI uri;
     try {
       uri = RedisURI.create(value);
