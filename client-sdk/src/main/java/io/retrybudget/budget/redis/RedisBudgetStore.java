@@ -92,7 +92,7 @@ public final class RedisBudgetStore implements AutoCloseable {
         ClusterClientOptions.Builder builder = ClusterClientOptions.builder();
         builder.topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                 .enableAllAdaptiveRefreshTriggers()
-                .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                .adaptiveRefreshTriggersTimeout(Duration.ofMillis(500))
                 .refreshTriggersReconnectAttempts(2)
                 .enablePeriodicRefresh(options.topologyRefreshPeriod())
                 .closeStaleConnections(true)

@@ -214,7 +214,7 @@ public final class RedisConnectionOptions {
     /**
      * Cluster only: how often the topology is re-read whatever happens (default 10 s, in [1 s, 10 min]);
      * it is also re-read at once on MOVED/ASK redirects, unknown nodes, uncovered slots and repeated
-     * reconnects (adaptive refresh, at most once a second).
+     * reconnects (adaptive refresh, at most every 500 ms).
      */
     public Builder topologyRefreshPeriod(Duration period) {
       if (period == null || period.compareTo(Duration.ofSeconds(1)) < 0 || period.compareTo(Duration.ofMinutes(10)) > 0) {
