@@ -155,6 +155,20 @@ public final class RedisClusterProcesses implements AutoCloseable {
     throw new IllegalStateException("no live replica of port " + master.port());
   }
 
+  /** True when the replica has every write its master made so far (equal replication offsets). */
+  public static boolean caughtUp(RedisServerProcess master, RedisServerProcess replica) {
+    return offset(master) == offset(replica) && offset(master) > 0;
+  }
+
+  private static long offset(RedisServerProcess node) {
+    for (String line : String.valueOf(node.call("INFO", "replication")).split("\r?\n")) {
+      if (line.startsWith("master_repl_offset:")) {
+        return Long.parseLong(line.substring("master_repl_offset:".length()).trim());
+      }
+    }
+    return -1;
+  }
+
   @Override
   public void close() {
     for (RedisServerProcess m : masters) {
