@@ -46,4 +46,25 @@ class SharedEventLoopStoreTest {
       loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
     }
   }
+
+  @Test
+  void aGroupOfATypeLettuceCannotUseIsRefusedAtOnceNamingBoth() {
+    EventLoopGroup local = new io.netty.channel.DefaultEventLoopGroup(1);
+    EventLoopGroup nio = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    try {
+      long start = System.nanoTime();
+      IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> RedisBudgetStore.connect(redis.connectionOptions().build(), local));
+      assertTrue(e.getMessage().contains("DefaultEventLoopGroup") && e.getMessage().contains("MultiThreadIoEventLoopGroup"),
+          e.getMessage());
+      assertTrue(System.nanoTime() - start < java.util.concurrent.TimeUnit.SECONDS.toNanos(2), "at once");
+      SharedEventLoopGroupProvider provider = new SharedEventLoopGroupProvider(nio);
+      assertTrue(provider.allocate(MultiThreadIoEventLoopGroup.class) == nio);
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> provider.allocate(io.netty.channel.DefaultEventLoopGroup.class));
+    } finally {
+      local.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
+      nio.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
+    }
+  }
 }
