@@ -64,6 +64,14 @@ class BudgetLifecycleTest {
   }
 
   @Test
+  void autoCreateMustBeTrueOrFalse() {
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_AUTO_CREATE", "yes")));
+    assertTrue(e.getMessage().contains("COORDINATOR_AUTO_CREATE"), e.getMessage());
+    assertFalse(CoordinatorConfig.fromEnvironment(Map.of()).autoCreate(), "off by default");
+  }
+
+  @Test
   void deleteRemovesConfigurationWindowAndIndexEntry() throws Exception {
     try (Coordinator c = start(); ApiClient api = new ApiClient(c.port(), "t")) {
       api.write("configureBudget", "PUT", "/v1/budgets/gone", "{\"ratio\": 0.5}");

@@ -20,6 +20,9 @@ final class Options {
   Integer callTimeoutMillis;
   String fallback;
   Path out = Path.of("bench/results/storm");
+  // a fault injected into Redis during the outage: none or scriptflush (SCRIPT FLUSH)
+  String fault = "none";
+  int faultAtOutageSecond = 10;
   // steady mode
   List<Double> steadyRates = new ArrayList<>(List.of(100.0, 5000.0));
   int steadySeconds = 20;
@@ -61,6 +64,13 @@ final class Options {
           case "--seed" -> o.seed = Long.parseLong(v);
           case "--call-timeout-ms" -> o.callTimeoutMillis = positive(name, Integer.parseInt(v));
           case "--fallback" -> o.fallback = v.toUpperCase(java.util.Locale.ROOT);
+          case "--fault" -> {
+            if (!v.equals("none") && !v.equals("scriptflush")) {
+              usage("--fault must be none or scriptflush");
+            }
+            o.fault = v;
+          }
+          case "--fault-at-outage-second" -> o.faultAtOutageSecond = nonNegative(name, Integer.parseInt(v));
           case "--out" -> {
             o.out = Path.of(v);
             outGiven = true;
@@ -78,6 +88,9 @@ final class Options {
       } catch (NumberFormatException e) {
         usage("bad number for " + name + ": " + v);
       }
+    }
+    if (!o.fault.equals("none") && o.faultAtOutageSecond >= o.outageSeconds) {
+      usage("--fault-at-outage-second must be inside the outage (< --outage-seconds)");
     }
     if (o.backoffMaxMillis < o.backoffMinMillis) {
       usage("--backoff-max-ms must be >= --backoff-min-ms");
@@ -116,6 +129,7 @@ final class Options {
                   --strategies none,local,fleet --max-attempts 3 --backoff-min-ms 10
                   --backoff-max-ms 50 --seed 42 --out bench/results/storm
                   [--call-timeout-ms 20] [--fallback local|allow|deny] (fleet: SDK defaults if absent)
+                  [--fault none|scriptflush] [--fault-at-outage-second 10] (SCRIPT FLUSH on Redis then)
                   (writes <out>.csv, <out>-redis.csv, <out>.png, <out>-summary.txt)
           steady: --rates 100,5000 --seconds 20 --latency-calls 20000
                   --out bench/results/steady (writes <out>-summary.txt)

@@ -49,6 +49,11 @@ final class StormRun {
   private static final long[] LATENCY_BOUNDS_MICROS = {100, 500, 1_000, 5_000, 10_000, 20_000, 50_000, Long.MAX_VALUE};
   private final LongAdder[] acquireLatency = adders(LATENCY_BOUNDS_MICROS.length);
   private final AtomicLong inFlight = new AtomicLong();
+  // budgets (clients) seen degraded at least once, checked every tick (2 ms)
+  private final AtomicLong everDegraded = new AtomicLong();
+  long faultAtSecond = -1;
+  // per second of the run: the most clients degraded at the same tick
+  private final AtomicLong[] maxDegraded;
 
   private ScheduledThreadPoolExecutor scheduler;
   private volatile long startNanos;
@@ -76,6 +81,10 @@ final class StormRun {
     this.retries = adders(seconds + 1);
     this.redisEvalsha = new long[seconds + 1];
     this.redisAll = new long[seconds + 1];
+    this.maxDegraded = new AtomicLong[seconds + 1];
+    for (int i = 0; i <= seconds; i++) {
+      maxDegraded[i] = new AtomicLong();
+    }
     for (int i = 0; i < decisions.length; i++) {
       decisions[i] = new LongAdder();
     }
@@ -94,6 +103,7 @@ final class StormRun {
     final RetryBudget budget; // null: no budget
     final double phase;
     long sent; // first attempts started; ticker thread only
+    boolean everDegraded; // ticker thread only
 
     SimClient(RetryBudget budget, double phase) {
       this.budget = budget;
@@ -183,6 +193,11 @@ final class StormRun {
       if (strategy == Strategy.FLEET) {
         sampleWindow(redis);
       }
+      if (o.fault.equals("scriptflush") && s == o.healthySeconds + o.faultAtOutageSecond) {
+        redis.call("SCRIPT", "FLUSH");
+        faultAtSecond = s;
+        System.out.printf("  t=%2ds SCRIPT FLUSH%n", s);
+      }
       if (s % 5 == 0 || s == seconds) {
         System.out.printf("  t=%2ds first=%5d retries=%5d redis evalsha=%5d%n", s - 1,
             first[s - 1].sum(), retries[s - 1].sum(), redisEvalsha[s - 1]);
@@ -218,13 +233,23 @@ final class StormRun {
       return;
     }
     double elapsedSeconds = elapsed / 1e9;
+    long degradedNow = 0;
     for (SimClient c : clients) {
+      if (c.budget != null && c.budget.isDegraded()) {
+        degradedNow++;
+        if (!c.everDegraded) {
+          c.everDegraded = true;
+          everDegraded.incrementAndGet();
+        }
+      }
       long owed = (long) Math.floor(elapsedSeconds * perClientRate + c.phase);
       while (c.sent < owed) {
         c.sent++;
         firstAttempt(c);
       }
     }
+    long now = degradedNow;
+    maxDegraded[second(elapsed)].accumulateAndGet(now, Math::max);
   }
 
   private boolean failing(long elapsed) {
@@ -413,6 +438,14 @@ final class StormRun {
       prev = bound;
     }
     return sb.toString().trim();
+  }
+
+  long maxDegraded(int second) {
+    return maxDegraded[second].get();
+  }
+
+  long everDegraded() {
+    return everDegraded.get();
   }
 
   long acquireErrors() {
