@@ -112,8 +112,11 @@ public final class StormSimulator {
         o.clients, o.rate, perClient, o.healthySeconds, o.outageSeconds, from, to, o.healthySeconds));
     sb.append(String.format("at most %d attempts per request, backoff U[%d, %d] ms after the permit; redis %s, fresh per strategy.%n",
         o.maxAttempts, o.backoffMinMillis, o.backoffMaxMillis, runs.isEmpty() ? "?" : runs.get(0).redisVersion));
+    sb.append("Redis: ").append(o.redis.equals("cluster") ? "a Cluster of 3 masters, each with a replica" : "standalone")
+        .append(". ");
     sb.append(o.fault.equals("none") ? "No fault injected into Redis.\n"
-        : String.format("Fault: SCRIPT FLUSH at t=%d s (second %d of the outage).%n", o.healthySeconds + o.faultAtOutageSecond,
+        : String.format("Fault: %s at t=%d s (second %d of the outage).%n",
+            o.fault.equals("scriptflush") ? "SCRIPT FLUSH" : "kill -9 of the budget's master", o.healthySeconds + o.faultAtOutageSecond,
             o.faultAtOutageSecond));
     sb.append(String.format("fleet budget client: callTimeout %s, fallback %s.%n",
         o.callTimeoutMillis == null ? "20 ms (SDK default)" : o.callTimeoutMillis + " ms",
