@@ -125,4 +125,97 @@ class ClusterFailoverTest {
       }
     }
   }
+
+  /**
+   * A manual failover (CLUSTER FAILOVER on the replica: no write lost) in the middle of 200 concurrent
+   * permit streams: the new master's script cache is empty and the old one answers MOVED, yet no
+   * client degrades, and Redis holds exactly the first attempts recorded and the grants received.
+   */
+  @Test
+  @Order(3)
+  void aManualFailoverAmid200PermitStreamsDegradesNoClientAndLosesNoCount() throws Exception {
+    // a budget on the one shard that still has master and replica after tests 1 and 2
+    String name = null;
+    RedisServerProcess heir = null;
+    for (int i = 0; heir == null; i++) {
+      name = "handover-" + i;
+      try {
+        heir = redis.clusterProcesses().replicaOf(redis.clusterProcesses().masterFor(new BudgetKeys(name, true).config()));
+      } catch (IllegalStateException noReplica) {
+        // another shard
+      }
+    }
+    RedisServerProcess newMaster = heir;
+    // a manual failover pauses the old master's clients until the replica has caught up and won its
+    // election, over a second on a loaded machine: Lettuce's timeout (and the call's) must outlast it
+    try (RedisBudgetClient client = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(4)).build())
+        .callTimeout(Duration.ofSeconds(5)).flushInterval(Duration.ofMillis(50)).exhaustedCacheTime(Duration.ZERO).build()) {
+      BudgetConfig config = BudgetConfig.builder(name).ratio(0.5).windowSeconds(300).minRetriesPerSecond(100).build();
+      // build() waits at most the connect timeout; the storm starts on a connected client
+      Eventually.await("connected", Duration.ofSeconds(10), () -> !client.isDegraded());
+      List<RedisRetryBudget> budgets = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        budgets.add((RedisRetryBudget) client.budget(config));
+      }
+      AtomicBoolean running = new AtomicBoolean(true);
+      AtomicLong recorded = new AtomicLong();
+      AtomicLong granted = new AtomicLong();
+      AtomicLong fromFallback = new AtomicLong();
+      AtomicLong decisions = new AtomicLong();
+      List<Thread> threads = new ArrayList<>();
+      for (RedisRetryBudget b : budgets) {
+        Thread t = new Thread(() -> {
+          while (running.get()) {
+            for (int i = 0; i < 4; i++) {
+              b.recordFirstAttempt();
+            }
+            recorded.addAndGet(4);
+            List<CompletableFuture<BudgetDecision>> calls = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+              calls.add(b.acquire().toCompletableFuture());
+            }
+            for (CompletableFuture<BudgetDecision> c : calls) {
+              BudgetDecision d = c.join();
+              decisions.incrementAndGet();
+              if (d.reason() == BudgetDecision.Reason.GRANTED) {
+                granted.incrementAndGet();
+              } else if (d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK || d.reason() == BudgetDecision.Reason.DENIED_FALLBACK) {
+                fromFallback.incrementAndGet();
+              }
+            }
+          }
+        });
+        t.setDaemon(true);
+        t.start();
+        threads.add(t);
+      }
+      try {
+        Eventually.await("the storm runs", Duration.ofSeconds(10), () -> decisions.get() > 2_000);
+        newMaster.call("CLUSTER", "FAILOVER");
+        Eventually.await("the replica took over", Duration.ofSeconds(10),
+            () -> String.valueOf(newMaster.call("ROLE")).startsWith("[master"));
+        long after = decisions.get();
+        Eventually.await("the storm goes on on the new master", Duration.ofSeconds(10), () -> decisions.get() > after + 3_000);
+      } finally {
+        running.set(false);
+        for (Thread t : threads) {
+          t.join(10_000);
+        }
+      }
+      int degraded = 0;
+      for (RedisRetryBudget b : budgets) {
+        degraded += b.timesDegraded() > 0 ? 1 : 0;
+        b.close();
+      }
+      io.retrybudget.budget.redis.WindowRing ring = new io.retrybudget.budget.redis.WindowRing(heir, new BudgetKeys(name));
+      String report = decisions.get() + " decisions, " + granted.get() + " granted, " + fromFallback.get() + " from the fallback, "
+          + degraded + " clients degraded; Redis: " + ring.sum(io.retrybudget.budget.redis.WindowRing.Q) + " first attempts of "
+          + recorded.get() + ", " + ring.sum(io.retrybudget.budget.redis.WindowRing.G) + " grants";
+      System.out.println("manual failover storm: " + report);
+      assertEquals(0, degraded, report);
+      assertEquals(0, fromFallback.get(), report);
+      assertEquals(recorded.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.Q), report);
+      assertEquals(granted.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.G), report);
+    }
+  }
 }

@@ -8,6 +8,7 @@ import io.retrybudget.budget.BudgetConfig;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -22,9 +23,16 @@ import java.util.regex.Pattern;
  *   <li>A budget call that Redis did not apply because the script cache was empty ({@code NOSCRIPT},
  *       after a restart, failover or {@code SCRIPT FLUSH}) or that it judged stale is sent again once,
  *       with the script's text and a fresh sequence number, so it is never refused against its own.
+ *   <li>A budget call that Lettuce refused unsent because the node's connection was down (being
+ *       re-established) is sent again with a fresh sequence number, up to 3 times (after 50, 100 and
+ *       200 ms).
  * </ul>
  */
 public final class BudgetScripts {
+  /** Lettuce's first reconnect attempt comes after 10 ms; a refused call is sent again after this. */
+  static final long RESEND_AFTER_DISCONNECT_MILLIS = 50;
+  /** At most this many re-sends of a refused call: after 50, 100, 200 ms. */
+  static final int RESENDS_AFTER_DISCONNECT = 3;
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
   private final RedisBudgetStore store;
@@ -48,18 +56,18 @@ public final class BudgetScripts {
    */
   public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys(call.name()), sequence, false, result);
+    sendBudget(call, keys(call.name()), sequence, false, 0, result);
     return result;
   }
 
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys(call.name()), null, false, result);
+    sendBudget(call, keys(call.name()), null, false, 0, result);
     return result;
   }
 
-  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, boolean resent,
+  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, boolean resent, int refused,
       CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index()};
     CompletableFuture<List<Object>> raw;
@@ -81,7 +89,7 @@ public final class BudgetScripts {
         }
         if (!resent && sequence != null && BudgetReply.STALE.equals(reply.status())) {
           // not applied: a call overtaken on its way (a redirect); its counts go again, once
-          sendBudget(call, k, sequence, true, result);
+          sendBudget(call, k, sequence, true, refused, result);
         } else {
           result.complete(reply);
         }
@@ -90,11 +98,22 @@ public final class BudgetScripts {
       Throwable cause = unwrap(error);
       if (!resent && cause instanceof RedisNoScriptException) {
         // not applied: the script cache was empty. Again, with the text (caching it) and a new number
-        sendBudget(call, k, sequence, true, result);
+        sendBudget(call, k, sequence, true, refused, result);
+      } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
+        // refused before it was written (the node's connection is being re-established, as when a
+        // master turns replica in a failover and drops its clients): again once the reconnect had time
+        CompletableFuture.delayedExecutor(RESEND_AFTER_DISCONNECT_MILLIS << refused, TimeUnit.MILLISECONDS)
+            .execute(() -> sendBudget(call, k, sequence, resent, refused + 1, result));
       } else {
         result.completeExceptionally(translate(call.name(), cause));
       }
     });
+  }
+
+  /** Lettuce's refusal of a command while its connection is down (REJECT_COMMANDS): never written. */
+  static boolean notSent(Throwable cause) {
+    return cause instanceof io.lettuce.core.RedisException && cause.getMessage() != null
+        && cause.getMessage().startsWith("Currently not connected");
   }
 
   private CompletableFuture<List<Object>> send(LuaScript script, String[] keyNames, String[] args, boolean text) {
