@@ -13,6 +13,7 @@ import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -103,7 +104,7 @@ final class BudgetService {
 
   Future<Listing> list(int limit) {
     CompletableFuture<Void> deadline = new CompletableFuture<>();
-    CompletableFuture<java.util.SortedSet<String>> names0 = scripts.listNames(deadline);
+    CompletableFuture<SortedSet<String>> names0 = scripts.listNames(deadline);
     // one read per index key: 1 on a standalone Redis, 16384 on a Cluster (about 0.1 to 0.4 s, more
     // on a cold JVM), whatever else Redis holds: a Cluster's names get a longer deadline
     long namesMillis = scripts.store().options().isCluster() ? Math.max(timeoutMillis, CLUSTER_NAMES_TIMEOUT_MILLIS)

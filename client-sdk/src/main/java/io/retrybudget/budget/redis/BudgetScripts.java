@@ -3,9 +3,13 @@ package io.retrybudget.budget.redis;
 import static io.retrybudget.budget.redis.BudgetReply.asLong;
 
 import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.cluster.SlotHash;
 import io.retrybudget.budget.BudgetConfig;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -112,7 +116,7 @@ public final class BudgetScripts {
 
   /** Lettuce's refusal of a command while its connection is down (REJECT_COMMANDS): never written. */
   static boolean notSent(Throwable cause) {
-    return cause instanceof io.lettuce.core.RedisException && cause.getMessage() != null
+    return cause instanceof RedisException && cause.getMessage() != null
         && cause.getMessage().startsWith("Currently not connected");
   }
 
@@ -189,11 +193,11 @@ public final class BudgetScripts {
    * whose configuration expired may still be listed until a script prunes them: callers check status.
    * The reads stop when {@code giveUp} completes (the caller's deadline).
    */
-  public CompletableFuture<java.util.SortedSet<String>> listNames(CompletableFuture<?> giveUp) {
+  public CompletableFuture<SortedSet<String>> listNames(CompletableFuture<?> giveUp) {
     List<String> indexKeys;
     if (store.options().isCluster()) {
-      indexKeys = new java.util.ArrayList<>(io.lettuce.core.cluster.SlotHash.SLOT_COUNT);
-      for (int slot = 0; slot < io.lettuce.core.cluster.SlotHash.SLOT_COUNT; slot++) {
+      indexKeys = new ArrayList<>(SlotHash.SLOT_COUNT);
+      for (int slot = 0; slot < SlotHash.SLOT_COUNT; slot++) {
         indexKeys.add(BudgetKeys.clusterIndex(slot));
       }
     } else {

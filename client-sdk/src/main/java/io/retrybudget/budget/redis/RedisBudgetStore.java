@@ -26,13 +26,21 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import io.netty.channel.EventLoopGroup;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -79,7 +87,7 @@ public final class RedisBudgetStore implements AutoCloseable {
     RedisClusterClient clustered = null;
     // Scripts go into every master's cache whenever a connection to it opens (start, reconnect,
     // failover); NOSCRIPT is still handled for a SCRIPT FLUSH on a live connection.
-    java.util.concurrent.atomic.AtomicReference<StatefulConnection<String, String>> target = new java.util.concurrent.atomic.AtomicReference<>();
+    AtomicReference<StatefulConnection<String, String>> target = new AtomicReference<>();
     this.scriptLoader = resources.eventBus().get()
         .filter(e -> e instanceof ConnectionActivatedEvent)
         .subscribe(e -> loadScripts(target.get(), ((ConnectionActivatedEvent) e).remoteAddress()), error -> { });
@@ -164,18 +172,18 @@ public final class RedisBudgetStore implements AutoCloseable {
           .get(options.connectTimeout().toMillis() + options.commandTimeout().toMillis(), TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+    } catch (ExecutionException | TimeoutException e) {
       // the nodes that did not answer in time are opened when first used
     }
   }
 
   /** SCRIPT LOAD of every budget script on the node a connection just opened to (best effort). */
-  private void loadScripts(StatefulConnection<String, String> c, java.net.SocketAddress address) {
+  private void loadScripts(StatefulConnection<String, String> c, SocketAddress address) {
     try {
       if (c instanceof StatefulRedisConnection<String, String> s) {
         loadAll(s.async());
       } else if (c instanceof StatefulRedisClusterConnection<String, String> cc
-          && address instanceof java.net.InetSocketAddress a) {
+          && address instanceof InetSocketAddress a) {
         for (RedisClusterNode node : cc.getPartitions()) {
           if (node.is(RedisClusterNode.NodeFlag.UPSTREAM) && node.getUri().getPort() == a.getPort()
               && (node.getUri().getHost().equals(a.getHostString())
@@ -300,10 +308,10 @@ public final class RedisBudgetStore implements AutoCloseable {
    * without duplicates: one ZRANGEBYSCORE per key, sent in batches of at most {@link #BATCH} so the
    * bounded request queue never overflows. Stops early when {@code giveUp} is done.
    */
-  public CompletableFuture<java.util.SortedSet<String>> sortedSetMembers(List<String> keyNames, double minScore,
+  public CompletableFuture<SortedSet<String>> sortedSetMembers(List<String> keyNames, double minScore,
       CompletableFuture<?> giveUp) {
-    java.util.SortedSet<String> names = new java.util.TreeSet<>();
-    CompletableFuture<java.util.SortedSet<String>> result = new CompletableFuture<>();
+    SortedSet<String> names = new TreeSet<>();
+    CompletableFuture<SortedSet<String>> result = new CompletableFuture<>();
     membersBatch(keyNames, 0, Range.create(minScore, Double.POSITIVE_INFINITY), names, giveUp, result);
     return result;
   }
@@ -311,14 +319,14 @@ public final class RedisBudgetStore implements AutoCloseable {
   // per batch about a third goes to each master of a 3-master Cluster: far below the request queue
   static final int BATCH = 2048;
 
-  private void membersBatch(List<String> keyNames, int from, Range<Double> range, java.util.SortedSet<String> names,
-      CompletableFuture<?> giveUp, CompletableFuture<java.util.SortedSet<String>> result) {
+  private void membersBatch(List<String> keyNames, int from, Range<Double> range, SortedSet<String> names,
+      CompletableFuture<?> giveUp, CompletableFuture<SortedSet<String>> result) {
     if (from >= keyNames.size()) {
       result.complete(names);
       return;
     }
     if (giveUp.isDone()) {
-      result.completeExceptionally(new java.util.concurrent.CancellationException("listing given up"));
+      result.completeExceptionally(new CancellationException("listing given up"));
       return;
     }
     int to = Math.min(keyNames.size(), from + BATCH);
