@@ -130,12 +130,16 @@ public final class RedisConnectionOptions {
     return cluster;
   }
 
-  /** The standalone URI or the Cluster's seeds, as fresh copies (RedisURI is mutable). */
+  /**
+   * The standalone URI or the Cluster's seeds, as fresh copies (RedisURI is mutable). Their timeout,
+   * which bounds a connection's handshake (HELLO, AUTH), is the connect timeout; commands have
+   * their own ({@link #commandTimeout()}).
+   */
   public List<RedisURI> uris() {
     List<RedisURI> copies = new ArrayList<>(uris.size());
     for (RedisURI u : uris) {
       RedisURI copy = RedisURI.builder(u).build();
-      copy.setTimeout(commandTimeout);
+      copy.setTimeout(connectTimeout);
       copies.add(copy);
     }
     return copies;
