@@ -4,6 +4,7 @@ import io.retrybudget.budget.internal.BudgetArithmetic;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetCall;
+import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.ClientSequence;
@@ -39,6 +40,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final ClientSequence sequence;
+  private volatile BudgetKeys keys; // made at the first call, from the store's mode
   private final LongSupplier clock;
   private final long callTimeoutMillis;
   private final long flushTimeoutMillis;
@@ -203,7 +205,11 @@ final class RedisRetryBudget implements RetryBudget {
     long denied = pendingDenied.sumThenReset();
     recordOwn(now, requests, 0, denied);
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
-    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, need, seed), sequence).thenApply(reply -> {
+    BudgetKeys k = keys;
+    if (k == null) {
+      keys = k = scripts.keys(seed.name()); // once: standalone and Cluster differ in the index key
+    }
+    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, need, seed), k, sequence).thenApply(reply -> {
       if (reply.applied()) {
         learned = Learned.of(reply);
       } else {

@@ -59,8 +59,16 @@ public final class BudgetScripts {
    * sent under {@code sequence}'s lock.
    */
   public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    return budget(call, keys(call.name()), sequence);
+  }
+
+  /** As {@link #budget(BudgetCall, ClientSequence)}, with the budget's keys made once by the caller ({@link #keys}). */
+  public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
+    if (!keys.name().equals(call.name())) {
+      throw new IllegalArgumentException("keys of " + keys.name() + " for a call of " + call.name());
+    }
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys(call.name()), sequence, false, 0, result);
+    sendBudget(call, keys, sequence, false, 0, result);
     return result;
   }
 

@@ -109,6 +109,7 @@ public final class RedisBudgetStore implements AutoCloseable {
             .replayFilter(NO_SCRIPT_REPLAY)
             .timeoutOptions(timeouts);
         clustered.setOptions(builder.build());
+        BudgetKeys.clusterIndex(0); // builds the slot -> index key table now, not on a first permit call
         StatefulRedisClusterConnection<String, String> c = clustered.connect(StringCodec.UTF8);
         target.set(c);
         openMasterConnections(c, clustered);
