@@ -17,12 +17,22 @@ local RING = 11
 local CLIENT_TTL_WINDOWS = 6
 local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
 
-local cfg_key, win_key, cli_key = KEYS[1], KEYS[2], KEYS[3]
+local cfg_key, win_key, cli_key, idx_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local function int(i)
   local v = tonumber(ARGV[i])
-  if v == nil or v ~= math.floor(v) or v < 0 then return nil end
+  if v == nil or v ~= v or v ~= math.floor(v) or v < 0 or v > 9007199254740992 then return nil end
   return v
+end
+
+-- a stored or seeded number: an integer (never NaN or infinite) in [lo, hi]
+local function in_range(v, lo, hi)
+  return v ~= nil and v == v and v >= lo and v <= hi and v == math.floor(v)
+end
+
+-- Bad state in Redis is answered, before anything is written, by an error naming key and field.
+local function broken(key, field, why)
+  return redis.error_reply('ERR broken key=' .. key .. ' field=' .. field .. ' ' .. why)
 end
 
 local client_id = ARGV[1] or ''
@@ -36,26 +46,49 @@ if add_requests == nil then return redis.error_reply('ERR invalid requests') end
 if add_denied == nil then return redis.error_reply('ERR invalid denied') end
 if need == nil then return redis.error_reply('ERR invalid need') end
 if want == nil or want < need then return redis.error_reply('ERR invalid want') end
+-- ARGV[7..10]: the seed; ARGV[7] = '' means "do not seed" (reply `missing` when none is stored)
+local may_seed = ARGV[7] ~= nil and ARGV[7] ~= ''
+if may_seed then
+  if not in_range(tonumber(ARGV[7]), 1, 1000000) then return redis.error_reply('ERR invalid seed ratio_ppm') end
+  if not in_range(tonumber(ARGV[8]), 1, 3600) then return redis.error_reply('ERR invalid seed window_s') end
+  if not in_range(tonumber(ARGV[9]), 0, 1000000) then return redis.error_reply('ERR invalid seed min_rps') end
+  if ARGV[10] ~= 'enforce' and ARGV[10] ~= 'shadow' then return redis.error_reply('ERR invalid seed mode') end
+end
 
--- Configuration beside the counters is authoritative; a client only seeds what is missing.
-local cfg = redis.call('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode')
-local seed_names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode' }
+-- Every read first (each one checks the key's type), every write after: nothing is half-written.
+local names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src' }
+local cfg = redis.pcall('HMGET', cfg_key, unpack(names))
+if cfg.err then return broken(cfg_key, 'type', 'is not a hash') end
+local stored = cfg[1] or cfg[2] or cfg[3] or cfg[4]
+if not stored and not may_seed then
+  return { 'missing', 0, 0, 0, 0, 0, 0, 0, 0, 0, '' }
+end
+-- Configuration beside the counters is authoritative; a client only seeds what is missing, and
+-- marks what it seeded (src = seed) so that the coordinator's budgets file wins over it.
 local seeded = false
+local seed_fields = {}
 for i = 1, 4 do
   if not cfg[i] then
-    redis.call('HSETNX', cfg_key, seed_names[i], ARGV[6 + i])
+    if not may_seed then return broken(cfg_key, names[i], 'is missing') end
     cfg[i] = ARGV[6 + i]
     seeded = true
+    seed_fields[#seed_fields + 1] = names[i]
+    seed_fields[#seed_fields + 1] = cfg[i]
   end
+end
+if seeded and not cfg[5] then
+  seed_fields[#seed_fields + 1] = 'src'
+  seed_fields[#seed_fields + 1] = 'seed'
 end
 local ratio_ppm = tonumber(cfg[1])
 local window_s = tonumber(cfg[2])
 local min_rps = tonumber(cfg[3])
 local mode = cfg[4]
-if ratio_ppm == nil or ratio_ppm < 1 or ratio_ppm > 1000000 then return redis.error_reply('ERR invalid ratio_ppm') end
-if window_s == nil or window_s < 1 or window_s ~= math.floor(window_s) then return redis.error_reply('ERR invalid window_s') end
-if min_rps == nil or min_rps < 0 then return redis.error_reply('ERR invalid min_rps') end
-if mode ~= 'enforce' and mode ~= 'shadow' then return redis.error_reply('ERR invalid mode') end
+if not in_range(ratio_ppm, 1, 1000000) then return broken(cfg_key, 'ratio_ppm', 'must be an integer in [1, 1000000]') end
+if not in_range(window_s, 1, 3600) then return broken(cfg_key, 'window_s', 'must be an integer in [1, 3600]') end
+if not in_range(min_rps, 0, 1000000) then return broken(cfg_key, 'min_rps', 'must be an integer in [0, 1000000]') end
+if mode ~= 'enforce' and mode ~= 'shadow' then return broken(cfg_key, 'mode', 'must be enforce or shadow') end
+if cfg[5] and cfg[5] ~= 'seed' and cfg[5] ~= 'set' then return broken(cfg_key, 'src', 'must be seed or set') end
 
 -- Redis's clock, so skewed client clocks do not matter.
 local t = redis.call('TIME')
@@ -74,7 +107,8 @@ local window_ms = window_s * 1000
 local FIELDS = 6
 local SLOT_BYTES = 48
 local RING_FMT = '<' .. string.rep('i8', 1 + RING * FIELDS)
-local raw = redis.call('GET', win_key)
+local raw = redis.pcall('GET', win_key)
+if type(raw) == 'table' and raw.err then return broken(win_key, 'type', 'is not a string') end
 local w
 if raw and #raw == 8 + RING * SLOT_BYTES then w = { struct.unpack(RING_FMT, raw) } end
 -- A changed window length makes the stored bucket numbers meaningless: start over.
@@ -87,6 +121,9 @@ if not fresh then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
     local stamp = w[b]
+    if w[b + 1] < 0 or w[b + 2] < 0 or w[b + 3] < 0 or w[b + 4] < 0 or w[b + 5] < 0 then
+      return broken(win_key, 'slot' .. i, 'holds a negative count')
+    end
     if stamp > cur - BUCKETS and stamp <= cur then
       local q, g, d, a = w[b + 1], w[b + 2], w[b + 3], w[b + 4]
       requests = requests + q
@@ -109,6 +146,12 @@ if not fresh then
   end
 end
 
+-- The index of budget names (a sorted set: name -> when its configuration expires, Redis ms), so
+-- a listing reads it instead of scanning every key. Read here (type check) before any write.
+local budget_name = string.match(cfg_key, '^rb:v2:{(.+)}:cfg$') or cfg_key
+local listed = redis.pcall('ZSCORE', idx_key, budget_name)
+if type(listed) == 'table' and listed.err then return broken(idx_key, 'type', 'is not a sorted set') end
+
 -- De-duplication: a client numbers its calls; a call it already gave up on and that arrives again
 -- (a replay after a reconnect) or late is not applied twice.
 -- Fleet size: each client is counted once per window, in the bucket where it was last counted
@@ -116,12 +159,14 @@ end
 -- over the window is the number of clients heard from in it, whatever the bucket length.
 local count_client = false
 if client_id ~= '' then
-  local prev = redis.call('HGET', cli_key, client_id)
+  local prev = redis.pcall('HGET', cli_key, client_id)
+  if type(prev) == 'table' and prev.err then return broken(cli_key, 'type', 'is not a hash') end
   local last_seq, counted = 0, -1
   if prev then
-    local sep = string.find(prev, ':', 1, true)
-    last_seq = tonumber(string.sub(prev, 1, sep - 1))
-    counted = tonumber(string.sub(prev, sep + 1))
+    local s, c = string.match(prev, '^(%d+):(%d+)$')
+    if not s then return broken(cli_key, client_id, 'must be <seq>:<bucket>') end
+    last_seq = tonumber(s)
+    counted = tonumber(c)
   end
   if seq <= last_seq then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
@@ -184,6 +229,7 @@ retries = retries + granted
 cg = cg + granted
 if granted > 0 then cl = now_ms end
 
+if seeded then redis.call('HSET', cfg_key, unpack(seed_fields)) end
 local bucket = struct.pack('<i8i8i8i8i8i8', cur, cq, cg, cd, ca, cl)
 if fresh then
   -- new or re-windowed: every other slot starts empty (bucket number 0 is never in the window)
@@ -194,9 +240,13 @@ else
 end
 -- TTLs are refreshed when a bucket starts (or the config is seeded): at least every window / 10,
 -- far more often than they can run out, and not on every call
-if not live or seeded then
+if not live or seeded or not listed then
   redis.call('PEXPIRE', win_key, window_s * 1000 * 2)
   redis.call('PEXPIRE', cfg_key, CONFIG_TTL_MS)
+  -- the index entry lives as long as the configuration; names expired from it are dropped
+  redis.call('ZADD', idx_key, now_ms + CONFIG_TTL_MS, budget_name)
+  redis.call('ZREMRANGEBYSCORE', idx_key, '-inf', now_ms)
+  redis.call('PEXPIRE', idx_key, CONFIG_TTL_MS)
 end
 
 return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode }

@@ -6,11 +6,25 @@ local BUCKETS = 10
 local RING = 11
 local cfg_key, win_key = KEYS[1], KEYS[2]
 
-local cfg = redis.call('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode')
-local ratio_ppm = tonumber(cfg[1]) or tonumber(ARGV[1])
-local window_s = tonumber(cfg[2]) or tonumber(ARGV[2])
-local min_rps = tonumber(cfg[3]) or tonumber(ARGV[3])
+local function in_range(v, lo, hi)
+  return v ~= nil and v == v and v >= lo and v <= hi and v == math.floor(v)
+end
+local function broken(key, field, why)
+  return redis.error_reply('ERR broken key=' .. key .. ' field=' .. field .. ' ' .. why)
+end
+
+local cfg = redis.pcall('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src')
+if cfg.err then return broken(cfg_key, 'type', 'is not a hash') end
+local ratio_ppm = tonumber(cfg[1] or ARGV[1])
+local window_s = tonumber(cfg[2] or ARGV[2])
+local min_rps = tonumber(cfg[3] or ARGV[3])
 local mode = cfg[4] or ARGV[4]
+if not in_range(ratio_ppm, 1, 1000000) then return broken(cfg_key, 'ratio_ppm', 'must be an integer in [1, 1000000]') end
+if not in_range(window_s, 1, 3600) then return broken(cfg_key, 'window_s', 'must be an integer in [1, 3600]') end
+if not in_range(min_rps, 0, 1000000) then return broken(cfg_key, 'min_rps', 'must be an integer in [0, 1000000]') end
+if mode ~= 'enforce' and mode ~= 'shadow' then return broken(cfg_key, 'mode', 'must be enforce or shadow') end
+-- who wrote the configuration: 'set' (configure.lua), 'seed' (a client's seed), '' (none stored)
+local src = cfg[5] or ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 'seed' or '')
 
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -21,7 +35,8 @@ local inside_ms = bucket_ms - (now_ms - cur * bucket_ms)
 -- the ring as budget.lua keeps it: one string, the bucket length in ms and 11 slots of six
 -- little-endian 64-bit integers (t, q, g, d, a, l)
 local FIELDS = 6
-local raw = redis.call('GET', win_key)
+local raw = redis.pcall('GET', win_key)
+if type(raw) == 'table' and raw.err then return broken(win_key, 'type', 'is not a string') end
 local w
 if raw and #raw == 8 + RING * 48 then w = { struct.unpack('<' .. string.rep('i8', 1 + RING * FIELDS), raw) } end
 local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
@@ -31,6 +46,9 @@ if w and w[1] == bucket_ms then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
     local stamp = w[b]
+    if w[b + 1] < 0 or w[b + 2] < 0 or w[b + 3] < 0 or w[b + 4] < 0 or w[b + 5] < 0 then
+      return broken(win_key, 'slot' .. i, 'holds a negative count')
+    end
     if stamp > cur - BUCKETS and stamp <= cur then
       requests = requests + w[b + 1]
       retries = retries + w[b + 2]
@@ -52,4 +70,4 @@ local allowance = math.floor(requests / 1000000) * ratio_ppm
 local retry_ratio = '0'
 if requests > 0 then retry_ratio = string.format('%.6f', retries / requests) end
 
-return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio }
+return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src }

@@ -1,5 +1,7 @@
 package io.retrybudget.budget;
 
+import io.retrybudget.budget.internal.LogLimiter;
+import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import java.time.Duration;
@@ -31,7 +33,8 @@ import java.util.logging.Logger;
  * }</pre>
  *
  * <p>If Redis cannot be reached when the client is built, it is built anyway: budgets decide from
- * their fallback and the client keeps connecting in the background.
+ * their fallback and the client keeps connecting in the background. {@code build()} waits for the
+ * first connection at most the connect timeout of {@link RedisConnectionOptions} (default 2 s).
  */
 public final class RedisBudgetClient implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(RedisBudgetClient.class.getName());
@@ -46,8 +49,15 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final ScheduledExecutorService scheduler;
   private final Set<RedisRetryBudget> budgets = ConcurrentHashMap.newKeySet();
   private volatile RedisBudgetStore store;
+  private volatile BudgetScripts scripts;
+  // at most one WARNING and one INFO about degradation per 30 s for the whole client
+  private final LogLimiter warnings;
+  private final LogLimiter infos;
   private volatile ScheduledFuture<?> connectTask;
   private volatile boolean closed;
+  private final java.util.concurrent.atomic.AtomicInteger connectAttempts = new java.util.concurrent.atomic.AtomicInteger();
+  private boolean reportedUnreachable; // timer thread only (and the constructor)
+  static final long LOG_INTERVAL_MILLIS = 30_000;
 
   private RedisBudgetClient(Builder b) {
     this.connectionOptions = b.connectionOptions;
@@ -57,8 +67,21 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.fallbackPolicy = b.fallbackPolicy;
     this.fallbackSharesFloor = b.fallbackSharesFloor;
     this.millisClock = b.millisClock;
+    this.warnings = new LogLimiter(LOG, Level.WARNING, LOG_INTERVAL_MILLIS, millisClock);
+    this.infos = new LogLimiter(LOG, Level.INFO, LOG_INTERVAL_MILLIS, millisClock);
     this.scheduler = io.retrybudget.internal.Schedulers.daemon("retry-budget-timer");
-    if (!tryConnect()) {
+    // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
+    // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
+    java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
+    boolean connected = false;
+    try {
+      connected = first.get(connectionOptions.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      // still trying, or failed: the timer goes on trying (one thread: never two attempts at once)
+    }
+    if (!connected) {
       long delay = connectionOptions.reconnectDelayMax().toMillis();
       connectTask = scheduler.scheduleWithFixedDelay(this::connectInBackground, delay, delay, TimeUnit.MILLISECONDS);
     }
@@ -99,6 +122,18 @@ public final class RedisBudgetClient implements AutoCloseable {
     return store;
   }
 
+  BudgetScripts scripts() {
+    return scripts;
+  }
+
+  void logDegraded(java.util.function.Supplier<String> message) {
+    warnings.log(message);
+  }
+
+  void logRecovered(java.util.function.Supplier<String> message) {
+    infos.log(message);
+  }
+
   ScheduledExecutorService scheduler() {
     return scheduler;
   }
@@ -131,18 +166,39 @@ public final class RedisBudgetClient implements AutoCloseable {
     budgets.remove(budget);
   }
 
+  /** How many times the client has tried to reach Redis (for tests and diagnostics). */
+  int connectAttempts() {
+    return connectAttempts.get();
+  }
+
   private boolean tryConnect() {
+    connectAttempts.incrementAndGet();
     try {
-      store = RedisBudgetStore.connect(connectionOptions);
+      RedisBudgetStore s = RedisBudgetStore.connect(connectionOptions);
+      if (closed) {
+        s.close(); // closed while connecting: leak nothing
+        return false;
+      }
+      scripts = new BudgetScripts(s);
+      store = s;
+      if (reportedUnreachable) {
+        infos.log(() -> "Redis " + connectionOptions + " reached: budgets decide from Redis");
+      }
       return true;
     } catch (RuntimeException e) {
-      LOG.log(Level.WARNING, "Redis not reachable yet, budgets use their fallback: " + e.getMessage());
+      reportedUnreachable = true;
+      warnings.log(() -> "Redis " + connectionOptions + " not reachable, budgets use their " + fallbackPolicy
+          + " fallback and the client keeps connecting: " + e.getMessage());
       return false;
     }
   }
 
   private void connectInBackground() {
     if (closed || store != null) {
+      ScheduledFuture<?> task = connectTask;
+      if (task != null) {
+        task.cancel(false);
+      }
       return;
     }
     if (tryConnect()) {

@@ -2,11 +2,12 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.BudgetArithmetic;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
+import io.retrybudget.budget.redis.BrokenBudgetException;
+import io.retrybudget.budget.redis.BudgetCall;
 import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import java.util.List;
+import io.retrybudget.budget.redis.BudgetScripts;
+import io.retrybudget.budget.redis.ClientSequence;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -15,11 +16,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * One client's view of a fleet-wide budget in Redis.
@@ -37,20 +35,16 @@ import java.util.logging.Logger;
  * </ul>
  */
 final class RedisRetryBudget implements RetryBudget {
-  private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
   static final int DEGRADED_AFTER_FAILURES = 2;
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
-  private final String[] keys;
-  // the seed configuration as the script takes it, formatted once
-  private final String[] seedArgs;
-  private final String clientId;
+  private final ClientSequence sequence;
+  private volatile BudgetKeys keys; // made at the first call, from the store's mode
   private final LongSupplier clock;
   private final long callTimeoutMillis;
   private final long flushTimeoutMillis;
   private final long exhaustedCacheMillis;
-  private final AtomicLong sequence = new AtomicLong();
   private final LongAdder pendingRequests = new LongAdder();
   private final LongAdder pendingDenied = new LongAdder();
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
@@ -65,31 +59,33 @@ final class RedisRetryBudget implements RetryBudget {
   private volatile long latePermitsUntil = Long.MIN_VALUE;
   private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean degraded;
+  private volatile long degradedSince;
+  private final java.util.concurrent.atomic.AtomicInteger timesDegraded = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean closed;
-  // last configuration and fleet size Redis told us, for the fallback
-  private volatile long ratioPpm;
-  private volatile int windowSeconds;
-  private volatile int minRetriesPerSecond;
-  private volatile BudgetMode mode;
-  // 0 until Redis has said how many clients share the budget: no floor share before that
-  private volatile long activeClients;
+  // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
+  private volatile Learned learned;
+
+  /**
+   * What Redis last said about the budget. {@code activeClients} is 0 until Redis has said how many
+   * clients share the budget: no floor share before that.
+   */
+  record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, BudgetMode mode, long activeClients) {
+    static Learned of(BudgetReply reply) {
+      return new Learned(reply.ratioPpm(), reply.windowSeconds(), reply.minRetriesPerSecond(),
+          BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE,
+          Math.max(1, reply.activeClients()));
+    }
+  }
 
   RedisRetryBudget(RedisBudgetClient client, BudgetConfig seed) {
     this.client = client;
     this.seed = seed;
-    BudgetKeys k = new BudgetKeys(seed.name());
-    this.keys = new String[] {k.config(), k.window(), k.clients()};
-    this.seedArgs = new String[] {Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
-        Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName()};
-    this.clientId = Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
+    this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
     this.clock = client.millisClock();
     this.callTimeoutMillis = client.callTimeout().toMillis();
     this.flushTimeoutMillis = Math.max(callTimeoutMillis, client.flushInterval().toMillis() / 2);
     this.exhaustedCacheMillis = client.exhaustedCacheTime().toMillis();
-    this.ratioPpm = seed.ratioPpm();
-    this.windowSeconds = seed.windowSeconds();
-    this.minRetriesPerSecond = seed.minRetriesPerSecond();
-    this.mode = seed.mode();
+    this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0);
     this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
     long interval = client.flushInterval().toMillis();
     this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval, interval, TimeUnit.MILLISECONDS);
@@ -132,11 +128,11 @@ final class RedisRetryBudget implements RetryBudget {
     if (takeLatePermit(now)) {
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
-    RedisBudgetStore store = client.store();
-    if (closed || degraded || store == null) {
+    BudgetScripts scripts = client.scripts();
+    if (closed || degraded || scripts == null) {
       return CompletableFuture.completedFuture(fallback(now));
     }
-    CompletableFuture<BudgetReply> call = call(store, now, 1);
+    CompletableFuture<BudgetReply> call = call(scripts, now, 1);
     return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
         onFailure(error);
@@ -175,13 +171,16 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   private long bucketMillis() {
-    return windowSeconds * 1000L / SlidingWindowCounts.BUCKETS;
+    return learned.windowSeconds() * 1000L / SlidingWindowCounts.BUCKETS;
   }
 
   private BudgetDecision decide(BudgetReply reply) {
-    if (!BudgetReply.STALE.equals(reply.status())) {
-      healthy();
+    if (!reply.applied()) {
+      // not applied even when sent again (its counts go with the next call): Redis answered, so this
+      // is no failure of Redis, but it did not decide either
+      return inDoubt();
     }
+    healthy();
     switch (reply.status()) {
       case BudgetReply.GRANTED:
         recordOwn(0, 1, 0);
@@ -196,54 +195,47 @@ final class RedisRetryBudget implements RetryBudget {
         exhaustedUntil = now + exhaustedCacheMillis;
         return BudgetDecision.DENIED_EXHAUSTED;
       default:
-        // "stale" cannot answer a fresh sequence number unless Redis lost track: trust nothing
-        onFailure(null);
-        return fallback(clock.getAsLong());
+        throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
     }
   }
 
   /** Sends what is counted locally and asks for {@code need} permits (0: count only). */
-  private CompletableFuture<BudgetReply> call(RedisBudgetStore store, long now, int need) {
-    String needArg = Integer.toString(need);
-    CompletableFuture<List<Object>> raw;
-    // Numbering and sending under one lock: calls reach Redis in sequence order, so the script's
-    // de-duplication never mistakes an on-time call for a late one.
-    synchronized (sequence) {
-      long requests = pendingRequests.sumThenReset();
-      long denied = pendingDenied.sumThenReset();
-      recordOwn(now, requests, 0, denied);
-      raw = store.run(LuaScript.BUDGET, keys,
-          clientId, Long.toString(sequence.incrementAndGet()), Long.toString(requests), Long.toString(denied),
-          needArg, needArg,
-          seedArgs[0], seedArgs[1], seedArgs[2], seedArgs[3]);
+  private CompletableFuture<BudgetReply> call(BudgetScripts scripts, long now, int need) {
+    long requests = pendingRequests.sumThenReset();
+    long denied = pendingDenied.sumThenReset();
+    recordOwn(now, requests, 0, denied);
+    // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
+    BudgetKeys k = keys;
+    if (k == null) {
+      keys = k = scripts.keys(seed.name()); // once: standalone and Cluster differ in the index key
     }
-    return raw.thenApply(list -> {
-      BudgetReply reply = BudgetReply.parse(list);
-      if (!BudgetReply.STALE.equals(reply.status())) {
-        learn(reply);
+    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, need, seed), k, sequence).thenApply(reply -> {
+      if (reply.applied()) {
+        learned = Learned.of(reply);
+      } else {
+        // Redis applied none of it: the counts go with the next call
+        pendingRequests.add(requests);
+        pendingDenied.add(denied);
       }
       return reply;
     });
   }
 
-  private void learn(BudgetReply reply) {
-    ratioPpm = reply.ratioPpm();
-    windowSeconds = reply.windowSeconds();
-    minRetriesPerSecond = reply.minRetriesPerSecond();
-    mode = BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE;
-    activeClients = Math.max(1, reply.activeClients());
-  }
-
   /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */
   private void healthy() {
     consecutiveFailures.set(0);
-    degraded = false;
+    if (degraded) {
+      degraded = false;
+      long took = clock.getAsLong() - degradedSince;
+      client.logRecovered(() -> "budget " + seed.name() + " recovered: decisions come from Redis again after "
+          + took + " ms on the " + client.fallbackPolicy() + " fallback");
+    }
   }
 
   /** Timer task: sends pending counts; while degraded it is also the probe that ends degradation. */
   void flush(boolean evenIfIdle) {
-    RedisBudgetStore store = client.store();
-    if (store == null) {
+    BudgetScripts scripts = client.scripts();
+    if (scripts == null) {
       // never connected: keep the local window current so the fallback sees a window, not a backlog
       recordOwn(clock.getAsLong(), pendingRequests.sumThenReset(), 0, pendingDenied.sumThenReset());
       return;
@@ -256,12 +248,12 @@ final class RedisRetryBudget implements RetryBudget {
         flushInFlight.set(false);
         return; // an idle healthy client costs Redis nothing
       }
-      call(store, clock.getAsLong(), 0)
+      call(scripts, clock.getAsLong(), 0)
           .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((reply, error) -> {
-            if (error != null || BudgetReply.STALE.equals(reply.status())) {
+            if (error != null) {
               onFailure(error);
-            } else {
+            } else if (reply.applied()) {
               healthy();
             }
             flushInFlight.set(false);
@@ -276,16 +268,38 @@ final class RedisRetryBudget implements RetryBudget {
    * One failed or timed-out call answers from the fallback; a second in a row marks the budget
    * degraded: then decisions stop asking Redis until a flush gets through.
    */
-  private void onFailure(Throwable cause) {
-    if (consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES && !degraded) {
+  private void onFailure(Throwable error) {
+    Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+        ? error.getCause() : error;
+    // a budget whose keys in Redis are broken will not heal by asking again: fall back at once
+    boolean broken = cause instanceof BrokenBudgetException;
+    if ((consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES || broken) && !degraded) {
+      degradedSince = clock.getAsLong();
       degraded = true;
-      LOG.log(Level.FINE, () -> "budget " + seed.name() + " degraded: " + cause);
+      timesDegraded.incrementAndGet();
+      client.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
+          + client.fallbackPolicy() + " fallback until Redis answers again; cause: " + describe(cause));
     }
+  }
+
+  private static String describe(Throwable cause) {
+    if (cause == null) {
+      return "unknown";
+    }
+    if (cause instanceof TimeoutException) {
+      return "no answer within the call timeout";
+    }
+    return cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+  }
+
+  /** How often this budget went from healthy to degraded (for tests and diagnostics). */
+  int timesDegraded() {
+    return timesDegraded.get();
   }
 
   @Override
   public boolean isDegraded() {
-    return degraded || client.store() == null;
+    return degraded || client.scripts() == null;
   }
 
   /**
@@ -298,7 +312,7 @@ final class RedisRetryBudget implements RetryBudget {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pendingDenied.increment();
-    return mode == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_FALLBACK;
+    return learned.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_FALLBACK;
   }
 
   private BudgetDecision fallback(long now) {
@@ -314,7 +328,7 @@ final class RedisRetryBudget implements RetryBudget {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pendingDenied.increment();
-    if (mode == BudgetMode.SHADOW) {
+    if (learned.mode() == BudgetMode.SHADOW) {
       recordOwn(now, 0, 1, 0); // shadow never refuses, even from the fallback: it counts "would deny"
       return BudgetDecision.GRANTED_SHADOW;
     }
@@ -332,13 +346,14 @@ final class RedisRetryBudget implements RetryBudget {
       // spent too, whatever its own counts say (Redis's grants went to other clients as well)
       return false;
     }
+    Learned config = learned; // one snapshot: never a mix of an old and a new configuration
     synchronized (ownCounts) {
       long requests = ownCounts.requests(now) + pendingRequests.sum();
-      long clients = activeClients;
+      long clients = config.activeClients();
       long floor = client.fallbackSharesFloor() && clients > 0
-          ? (long) minRetriesPerSecond * (ownCounts.windowMillis() / 1000) / clients
+          ? (long) config.minRetriesPerSecond() * (ownCounts.windowMillis() / 1000) / clients
           : 0;
-      long allowance = BudgetArithmetic.allowance(ratioPpm, requests, 0, 0) + floor;
+      long allowance = BudgetArithmetic.allowance(config.ratioPpm(), requests, 0, 0) + floor;
       if (BudgetArithmetic.admits(allowance, ownCounts.retries(now), 1)) {
         ownCounts.add(now, 0, 1, 0);
         return true;
@@ -367,11 +382,11 @@ final class RedisRetryBudget implements RetryBudget {
     }
     closed = true;
     flushTask.cancel(false);
-    RedisBudgetStore store = client.store();
-    if (store != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
+    BudgetScripts scripts = client.scripts();
+    if (scripts != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
       try {
         // closing is off the hot path: wait longer than a timer flush would
-        call(store, clock.getAsLong(), 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);
+        call(scripts, clock.getAsLong(), 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (ExecutionException | TimeoutException | RuntimeException e) {
@@ -383,6 +398,6 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public String toString() {
-    return "RedisRetryBudget{" + seed.name() + ", client=" + clientId + (degraded ? ", degraded" : "") + "}";
+    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + (degraded ? ", degraded" : "") + "}";
   }
 }

@@ -22,7 +22,7 @@ class BudgetConfigTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"", " ", "a b", "ümlaut", "x{y}", "a/b", "a:b"})
+  @ValueSource(strings = {"", " ", "a b", "ümlaut", "x{y}", "a/b", "a:b", ".", ".."})
   void rejectsBadNamesNamingTheField(String name) {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BudgetConfig.builder(name));
     assertTrue(e.getMessage().startsWith("name "), e.getMessage());
@@ -34,6 +34,7 @@ class BudgetConfigTest {
     assertThrows(IllegalArgumentException.class, () -> BudgetConfig.builder("a".repeat(101)));
     assertThrows(IllegalArgumentException.class, () -> BudgetConfig.builder(null));
     assertEquals("A-z_0.9", BudgetConfig.builder("A-z_0.9").build().name());
+    assertEquals("...", BudgetConfig.builder("...").build().name(), "only . and .. are path segments");
   }
 
   @Test

@@ -68,8 +68,12 @@ class BudgetFaultTest {
     assertTrue(storm.maxLatencyNanos.get() <= LATENCY_BOUND_NANOS + storm.schedulingSlackNanos(),
         storm.report());
     System.out.println("kill/restart: recovered in " + recoveredMs + " ms; " + storm.report());
-    // scripts were reloaded on NOSCRIPT: decisions come from Redis again
-    assertTrue(budget.tryAcquire().reason() != BudgetDecision.Reason.GRANTED_FALLBACK);
+    // the scripts are back in the empty script cache: decisions come from Redis again (a single call
+    // may still miss its 20 ms on a loaded machine, so ask until one answers from Redis)
+    Eventually.await("a decision from Redis", Duration.ofSeconds(2), () -> {
+      BudgetDecision.Reason r = budget.tryAcquire().reason();
+      return r == BudgetDecision.Reason.GRANTED || r == BudgetDecision.Reason.DENIED_EXHAUSTED;
+    });
   }
 
   @Test

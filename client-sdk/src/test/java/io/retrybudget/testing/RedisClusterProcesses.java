@@ -5,23 +5,33 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A real Redis Cluster of several master processes on loopback (no replicas), built with CLUSTER
- * ADDSLOTS and CLUSTER MEET, so no redis-cli is needed.
+ * A real Redis Cluster of separate processes on loopback: masters built with CLUSTER ADDSLOTS and
+ * CLUSTER MEET (no redis-cli needed), optionally each with replicas (CLUSTER REPLICATE) that take
+ * over when their master dies (cluster-node-timeout {@value #NODE_TIMEOUT_MS} ms).
  */
 public final class RedisClusterProcesses implements AutoCloseable {
   public static final int SLOTS = 16384;
+  public static final int NODE_TIMEOUT_MS = 2000;
   private final List<RedisServerProcess> masters = new ArrayList<>();
+  private final List<RedisServerProcess> replicas = new ArrayList<>();
 
   private RedisClusterProcesses() {}
 
   public static RedisClusterProcesses start(int masterCount) {
+    return start(masterCount, 0);
+  }
+
+  /** {@code masterCount} masters, each with {@code replicasPerMaster} replicas. */
+  public static RedisClusterProcesses start(int masterCount, int replicasPerMaster) {
     RedisClusterProcesses cluster = new RedisClusterProcesses();
     try {
       for (int i = 0; i < masterCount; i++) {
-        cluster.masters.add(RedisServerProcess.start(RedisServerProcess.freePort(), List.of(
-            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")));
+        cluster.masters.add(startNode());
       }
-      cluster.form();
+      for (int i = 0; i < masterCount * replicasPerMaster; i++) {
+        cluster.replicas.add(startNode());
+      }
+      cluster.form(replicasPerMaster);
       return cluster;
     } catch (RuntimeException e) {
       cluster.close();
@@ -29,7 +39,13 @@ public final class RedisClusterProcesses implements AutoCloseable {
     }
   }
 
-  private void form() {
+  private static RedisServerProcess startNode() {
+    return RedisServerProcess.start(RedisServerProcess.freePort(), List.of(
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+        "--cluster-node-timeout", Integer.toString(NODE_TIMEOUT_MS)));
+  }
+
+  private void form(int replicasPerMaster) {
     int n = masters.size();
     for (int i = 0; i < n; i++) {
       int from = i * SLOTS / n;
@@ -40,34 +56,62 @@ public final class RedisClusterProcesses implements AutoCloseable {
       }
       masters.get(i).call(cmd.toArray(new String[0]));
     }
-    for (int i = 1; i < n; i++) {
-      masters.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(masters.get(i).port()));
+    List<RedisServerProcess> all = new ArrayList<>(masters);
+    all.addAll(replicas);
+    for (int i = 1; i < all.size(); i++) {
+      all.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(all.get(i).port()));
     }
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (System.nanoTime() < deadline) {
-      if (allAgree(n)) {
-        return;
-      }
-      RedisServerProcess.sleepQuietly(50);
+    await(() -> allAgree(all, "cluster_known_nodes:" + all.size()), "every node knows every other");
+    for (int r = 0; r < replicas.size(); r++) {
+      RedisServerProcess master = masters.get(r / replicasPerMaster);
+      String masterId = String.valueOf(master.call("CLUSTER", "MYID"));
+      RedisServerProcess replica = replicas.get(r);
+      await(() -> String.valueOf(replica.call("CLUSTER", "NODES")).contains(masterId), "replica sees its master");
+      replica.call("CLUSTER", "REPLICATE", masterId);
     }
-    throw new IllegalStateException("cluster did not reach cluster_state:ok");
+    await(() -> allAgree(all, "cluster_state:ok") && replicasInSync(), "cluster_state:ok everywhere");
   }
 
-  private boolean allAgree(int n) {
-    for (RedisServerProcess m : masters) {
-      String info = String.valueOf(m.call("CLUSTER", "INFO"));
-      if (!info.contains("cluster_state:ok") || !info.contains("cluster_known_nodes:" + n)) {
+  private boolean replicasInSync() {
+    for (RedisServerProcess r : replicas) {
+      if (!String.valueOf(r.call("INFO", "replication")).contains("master_link_status:up")) {
         return false;
       }
     }
     return true;
   }
 
+  private static boolean allAgree(List<RedisServerProcess> nodes, String text) {
+    for (RedisServerProcess m : nodes) {
+      String info = String.valueOf(m.call("CLUSTER", "INFO"));
+      if (!info.contains("cluster_state:ok") || !info.contains(text)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static void await(java.util.function.BooleanSupplier condition, String what) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      if (condition.getAsBoolean()) {
+        return;
+      }
+      RedisServerProcess.sleepQuietly(50);
+    }
+    throw new IllegalStateException("cluster not formed: " + what);
+  }
+
+  /** The processes started as masters (after a failover one of them may be dead or a replica). */
   public List<RedisServerProcess> masters() {
     return masters;
   }
 
-  /** host:port of every master, as REDIS_CLUSTER_NODES takes them. */
+  public List<RedisServerProcess> replicas() {
+    return replicas;
+  }
+
+  /** host:port of every process started as a master, as REDIS_CLUSTER_NODES takes them. */
   public List<String> nodes() {
     List<String> nodes = new ArrayList<>();
     for (RedisServerProcess m : masters) {
@@ -76,16 +120,62 @@ public final class RedisClusterProcesses implements AutoCloseable {
     return nodes;
   }
 
-  /** The master that serves a key's slot. */
+  /** The process that serves a key's slot now, asked of a live node (CLUSTER SLOTS). */
   public RedisServerProcess masterFor(String key) {
-    long slot = (Long) masters.get(0).call("CLUSTER", "KEYSLOT", key);
-    return masters.get((int) (slot * masters.size() / SLOTS));
+    List<RedisServerProcess> all = new ArrayList<>(masters);
+    all.addAll(replicas);
+    for (RedisServerProcess node : all) {
+      if (!node.isAlive()) {
+        continue;
+      }
+      long slot = (Long) node.call("CLUSTER", "KEYSLOT", key);
+      for (Object range : (List<?>) node.call("CLUSTER", "SLOTS")) {
+        List<?> r = (List<?>) range;
+        if ((Long) r.get(0) <= slot && slot <= (Long) r.get(1)) {
+          long port = (Long) ((List<?>) r.get(2)).get(1);
+          for (RedisServerProcess p : all) {
+            if (p.port() == port) {
+              return p;
+            }
+          }
+        }
+      }
+    }
+    throw new IllegalStateException("no live node knows who serves " + key);
+  }
+
+  /** A replica of the given master (by the replication it was set up with). */
+  public RedisServerProcess replicaOf(RedisServerProcess master) {
+    String id = String.valueOf(master.call("CLUSTER", "MYID"));
+    for (RedisServerProcess r : replicas) {
+      if (r.isAlive() && String.valueOf(r.call("CLUSTER", "NODES")).contains("myself,slave " + id)) {
+        return r;
+      }
+    }
+    throw new IllegalStateException("no live replica of port " + master.port());
+  }
+
+  /** True when the replica has every write its master made so far (equal replication offsets). */
+  public static boolean caughtUp(RedisServerProcess master, RedisServerProcess replica) {
+    return offset(master) == offset(replica) && offset(master) > 0;
+  }
+
+  private static long offset(RedisServerProcess node) {
+    for (String line : String.valueOf(node.call("INFO", "replication")).split("\r?\n")) {
+      if (line.startsWith("master_repl_offset:")) {
+        return Long.parseLong(line.substring("master_repl_offset:".length()).trim());
+      }
+    }
+    return -1;
   }
 
   @Override
   public void close() {
     for (RedisServerProcess m : masters) {
       m.close();
+    }
+    for (RedisServerProcess r : replicas) {
+      r.close();
     }
   }
 }

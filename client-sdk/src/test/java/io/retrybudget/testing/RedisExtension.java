@@ -18,27 +18,34 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class RedisExtension implements BeforeAllCallback, AfterAllCallback {
   private final boolean cluster;
+  private final int replicasPerMaster;
   private RedisServerProcess server;
   private RedisClusterProcesses clusterProcesses;
   private String externalUri;
   private RedisContainer container;
 
-  private RedisExtension(boolean cluster) {
+  private RedisExtension(boolean cluster, int replicasPerMaster) {
     this.cluster = cluster;
+    this.replicasPerMaster = replicasPerMaster;
   }
 
   public static RedisExtension standalone() {
-    return new RedisExtension(false);
+    return new RedisExtension(false, 0);
   }
 
   public static RedisExtension cluster() {
-    return new RedisExtension(true);
+    return new RedisExtension(true, 0);
+  }
+
+  /** A 3-master Cluster where every master has one replica that takes over when it dies. */
+  public static RedisExtension clusterWithReplicas() {
+    return new RedisExtension(true, 1);
   }
 
   @Override
   public void beforeAll(ExtensionContext context) {
     if (cluster) {
-      clusterProcesses = RedisClusterProcesses.start(3);
+      clusterProcesses = RedisClusterProcesses.start(3, replicasPerMaster);
       return;
     }
     String external = System.getenv("TEST_REDIS_URL");
@@ -108,8 +115,12 @@ public final class RedisExtension implements BeforeAllCallback, AfterAllCallback
   /** Empties every node. */
   public void flushAll() {
     if (cluster) {
-      for (RedisServerProcess m : clusterProcesses.masters()) {
-        m.call("FLUSHALL");
+      List<RedisServerProcess> all = new java.util.ArrayList<>(clusterProcesses.masters());
+      all.addAll(clusterProcesses.replicas());
+      for (RedisServerProcess m : all) {
+        if (m.isAlive() && String.valueOf(m.call("ROLE")).startsWith("[master")) {
+          m.call("FLUSHALL");
+        }
       }
     } else if (server != null) {
       server.call("FLUSHALL");

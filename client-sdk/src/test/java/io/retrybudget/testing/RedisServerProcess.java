@@ -83,6 +83,9 @@ public final class RedisServerProcess implements AutoCloseable {
           return;
         }
       } catch (IOException e) {
+        if (String.valueOf(e.getMessage()).contains("NOAUTH")) {
+          return; // up, and it wants a password (--requirepass)
+        }
         last = e;
       }
       sleepQuietly(20);

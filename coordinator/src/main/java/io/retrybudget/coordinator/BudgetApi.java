@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.vertx.core.Handler;
 import io.vertx.core.json.JsonArray;
@@ -38,6 +39,7 @@ final class BudgetApi {
     router.put("/v1/budgets/:name").handler(body).handler(this::authenticate).handler(this::put);
     router.post("/v1/budgets/:name/requests").handler(body).handler(this::authenticate).handler(this::requests);
     router.post("/v1/budgets/:name/retries").handler(body).handler(this::authenticate).handler(this::retries);
+    router.delete("/v1/budgets/:name").handler(this::authenticate).handler(this::delete);
     router.get("/health/live").handler(ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
     router.get("/health/ready").handler(this::ready);
 
@@ -67,10 +69,12 @@ final class BudgetApi {
         redisDown(ctx, r.cause());
         return;
       }
-      List<BudgetStatus> all = r.result();
+      BudgetService.Listing listing = r.result();
       JsonArray items = new JsonArray();
-      all.forEach(s -> items.add(s.toJson()));
-      json(ctx, 200, new JsonObject().put("budgets", items).put("truncated", all.size() >= maxBudgets));
+      listing.budgets().forEach(s -> items.add(s.toJson()));
+      JsonArray broken = new JsonArray();
+      listing.broken().forEach(b -> broken.add(brokenJson(b)));
+      json(ctx, 200, new JsonObject().put("budgets", items).put("broken", broken).put("truncated", listing.truncated()));
     });
   }
 
@@ -89,6 +93,25 @@ final class BudgetApi {
         error(ctx, 404, "name", "no budget named " + name);
       } else {
         json(ctx, 200, r.result().toJson());
+      }
+    });
+  }
+
+  private void delete(RoutingContext ctx) {
+    String name;
+    try {
+      name = RequestParser.name(ctx.pathParam("name"));
+    } catch (BadRequestException e) {
+      badRequest(ctx, e);
+      return;
+    }
+    budgets.delete(name).onComplete(r -> {
+      if (r.failed()) {
+        redisDown(ctx, r.cause());
+      } else if (!r.result()) {
+        error(ctx, 404, "name", "no budget named " + name);
+      } else if (!ctx.response().ended() && !ctx.response().closed()) {
+        ctx.response().setStatusCode(204).end();
       }
     });
   }
@@ -125,6 +148,8 @@ final class BudgetApi {
     budgets.countRequests(name, count).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
+      } else if (BudgetReply.MISSING.equals(r.result().status())) {
+        missing(ctx, name);
       } else {
         json(ctx, 200, window(r.result()).put("counted", count));
       }
@@ -147,6 +172,10 @@ final class BudgetApi {
         return;
       }
       BudgetReply reply = r.result();
+      if (BudgetReply.MISSING.equals(reply.status())) {
+        missing(ctx, name);
+        return;
+      }
       boolean granted = !BudgetReply.DENIED.equals(reply.status());
       JsonObject out = window(reply).put("granted", granted).put("permits", granted ? count : 0)
           .put("shadow", BudgetReply.SHADOW.equals(reply.status()));
@@ -182,7 +211,23 @@ final class BudgetApi {
     error(ctx, 400, e.field(), e.getMessage());
   }
 
+  /** A write to a budget that has no configuration: nothing was created (COORDINATOR_AUTO_CREATE=false). */
+  private static void missing(RoutingContext ctx, String name) {
+    error(ctx, 404, "name", "no budget named " + name + ": create it first with PUT /v1/budgets/" + name);
+  }
+
+  private static JsonObject brokenJson(BrokenBudgetException b) {
+    return new JsonObject().put("name", b.budget()).put("key", b.key()).put("field", b.field())
+        .put("error", b.getMessage());
+  }
+
   private static void redisDown(RoutingContext ctx, Throwable cause) {
+    if (cause instanceof BrokenBudgetException b) {
+      // Redis is up; this budget's keys hold bad state: 409, naming budget, key and field
+      json(ctx, 409, brokenJson(b).put("budget", b.budget())
+          .put("error", b.getMessage() + "; fix it with PUT or DELETE /v1/budgets/" + b.budget()));
+      return;
+    }
     LOG.log(Level.FINE, "Redis call failed", cause);
     error(ctx, 503, null, "Redis unavailable: " + cause.getClass().getSimpleName());
   }

@@ -22,6 +22,7 @@ final class BudgetGauges {
   private final List<Row> rows = new ArrayList<>();
   private volatile double redisUp;
   private volatile double budgetCount;
+  private final MultiGauge broken;
   private boolean refreshing; // event loop only
 
   private record Row(MultiGauge gauge, ToDoubleFunction<BudgetStatus> value) {}
@@ -38,6 +39,8 @@ final class BudgetGauges {
     add(registry, "retry.budget.limit.ratio", "The budget's configured ratio", BudgetStatus::ratio);
     add(registry, "retry.budget.exhausted", "1 while no extra attempt is allowed", s -> s.exhausted() ? 1 : 0);
     add(registry, "retry.budget.active.clients", "Budget clients seen in the window", BudgetStatus::activeClients);
+    broken = MultiGauge.builder("retry.budget.broken")
+        .description("1 for a budget whose keys in Redis hold bad state (fix it with PUT or DELETE)").register(registry);
     Gauge.builder("retry.budget.redis.up", this, g -> g.redisUp)
         .description("1 while the coordinator reaches Redis").register(registry);
     Gauge.builder("retry.budget.count", this, g -> g.budgetCount)
@@ -62,8 +65,13 @@ final class BudgetGauges {
         LOG.log(Level.FINE, "gauge refresh failed", r.cause());
         return;
       }
-      List<BudgetStatus> statuses = r.result();
-      budgetCount = statuses.size();
+      List<BudgetStatus> statuses = r.result().budgets();
+      budgetCount = statuses.size() + r.result().broken().size();
+      List<MultiGauge.Row<?>> brokenRows = new ArrayList<>();
+      for (var b : r.result().broken()) {
+        brokenRows.add(MultiGauge.Row.of(Tags.of("budget", b.budget()), 1));
+      }
+      broken.register(brokenRows, true);
       for (Row row : rows) {
         List<MultiGauge.Row<?>> values = new ArrayList<>(statuses.size());
         for (BudgetStatus s : statuses) {

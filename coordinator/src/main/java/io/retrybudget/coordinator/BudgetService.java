@@ -1,107 +1,161 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.BudgetConfig;
-import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.BrokenBudgetException;
+import io.retrybudget.budget.redis.BudgetCall;
 import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.BudgetScripts;
+import io.retrybudget.budget.redis.ConfigChange;
 import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.StatusReply;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The budget operations of the HTTP API, on the same scripts as the SDK (one implementation of the
- * rule). Every Redis call has a short timeout and completes on the caller's Vert.x context; the
- * event loop never waits for Redis.
+ * The budget operations of the HTTP API, on the SDK's typed script protocol ({@link BudgetScripts}:
+ * one implementation of the rule and of the scripts' arguments and replies). Every Redis call has a
+ * short timeout and completes on the caller's Vert.x context; the event loop never waits for Redis.
  */
 final class BudgetService {
   static final BudgetConfig DEFAULTS = BudgetConfig.builder("defaults").build();
-  private static final String[] DEFAULT_ARGS = {
-      Long.toString(DEFAULTS.ratioPpm()), Integer.toString(DEFAULTS.windowSeconds()),
-      Integer.toString(DEFAULTS.minRetriesPerSecond()), DEFAULTS.mode().wireName()};
+  static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
 
-  private final RedisBudgetStore store;
+  private final BudgetScripts scripts;
   private final Vertx vertx;
   private final long timeoutMillis;
+  private final boolean autoCreate;
 
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
-    this.store = store;
+    this(store, vertx, timeout, false);
+  }
+
+  /**
+   * @param autoCreate true: a POST to a budget without configuration seeds the defaults (as before
+   *     COORDINATOR_AUTO_CREATE existed); false: it is refused and nothing is written
+   */
+  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
+    this.scripts = new BudgetScripts(store);
     this.vertx = vertx;
     this.timeoutMillis = timeout.toMillis();
+    this.autoCreate = autoCreate;
   }
 
   /** A call of one command (two on NOSCRIPT), each already bounded by Lettuce's command timeout. */
   private <T> Future<T> onContext(CompletableFuture<T> redisCall) {
-    return Future.fromCompletionStage(redisCall, vertx.getOrCreateContext());
+    return Future.fromCompletionStage(redisCall, vertx.getOrCreateContext()).recover(e -> Future.failedFuture(unwrap(e)));
   }
 
-  /** A chain of commands of unknown length (SCAN pages): one deadline for the whole chain. */
-  private <T> Future<T> onContextWithin(CompletableFuture<T> chain) {
-    return onContext(chain.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS));
+  private static Throwable unwrap(Throwable e) {
+    return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
   }
 
+  /** Fails with {@link BrokenBudgetException} when the budget's keys hold bad state. */
   Future<BudgetStatus> status(String name) {
-    BudgetKeys k = new BudgetKeys(name);
-    return onContext(store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, DEFAULT_ARGS))
-        .map(reply -> BudgetStatus.fromStatusReply(name, reply));
+    return onContext(scripts.status(name, DEFAULTS)).map(BudgetStatus::of);
   }
 
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
-    BudgetKeys k = new BudgetKeys(name);
-    String[] args = new String[8];
-    System.arraycopy(update.scriptArgs(), 0, args, 0, 4);
-    System.arraycopy(DEFAULT_ARGS, 0, args, 4, 4);
-    return onContext(store.run(LuaScript.CONFIGURE, new String[] {k.config()}, args)).compose(ignored -> status(name));
+    ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
+        update.mode());
+    return onContext(scripts.configure(name, change, DEFAULTS)).compose(ignored -> status(name));
   }
 
+  /**
+   * Whether Redis holds a configuration of this budget that was set (by a PUT or the budgets file):
+   * false when it holds none, or only a seed from a client (which the budgets file overrides).
+   */
   Future<Boolean> hasConfiguration(String name) {
-    return onContext(store.exists(new BudgetKeys(name).config()));
+    return onContext(scripts.status(name, DEFAULTS)).map(s -> s.source() == StatusReply.Source.SET);
   }
 
-  /** Counts first attempts of a non-JVM client. */
+  /** Counts first attempts of a non-JVM client; {@link BudgetReply#MISSING} when the budget has no configuration. */
   Future<BudgetReply> countRequests(String name, long count) {
     return budget(name, count, 0);
   }
 
-  /** Asks for {@code count} permits, all or none. */
+  /** Asks for {@code count} permits, all or none; {@link BudgetReply#MISSING} as above. */
   Future<BudgetReply> acquire(String name, long count) {
     return budget(name, 0, count);
   }
 
   private Future<BudgetReply> budget(String name, long requests, long permits) {
-    BudgetKeys k = new BudgetKeys(name);
-    String p = Long.toString(permits);
-    // no client id: HTTP callers are many and unordered, so the script does not de-duplicate them
-    return onContext(store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients()},
-        "", "1", Long.toString(requests), "0", p, p, DEFAULT_ARGS[0], DEFAULT_ARGS[1], DEFAULT_ARGS[2], DEFAULT_ARGS[3]))
-        .map(BudgetReply::parse);
+    // no client id: HTTP callers are many and unordered, so the script does not de-duplicate them.
+    // Without auto-create nothing is seeded: the script answers "missing" and writes nothing.
+    return onContext(scripts.budget(new BudgetCall(name, requests, 0, permits, permits, autoCreate ? DEFAULTS : null)));
   }
 
-  /** Every budget with keys (at most {@code limit}, every Cluster master scanned) and its status. */
-  Future<List<BudgetStatus>> list(int limit) {
-    return onContextWithin(store.scanBudgetNames(limit)).compose(names -> {
-      List<Future<BudgetStatus>> all = new ArrayList<>();
+  /** Removes the budget's configuration, window and index entry atomically; false when it had none. */
+  Future<Boolean> delete(String name) {
+    return onContext(scripts.delete(name));
+  }
+
+  /**
+   * The budgets in Redis with their status, at most {@code limit} (sorted by name), the broken ones
+   * apart. Names come from the index the scripts keep, so the cost does not depend on other keys.
+   */
+  record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
+
+  Future<Listing> list(int limit) {
+    CompletableFuture<Void> deadline = new CompletableFuture<>();
+    CompletableFuture<SortedSet<String>> names0 = scripts.listNames(deadline);
+    // one read per index key: 1 on a standalone Redis, 16384 on a Cluster (about 0.1 to 0.4 s, more
+    // on a cold JVM), whatever else Redis holds: a Cluster's names get a longer deadline
+    long namesMillis = scripts.store().options().isCluster() ? Math.max(timeoutMillis, CLUSTER_NAMES_TIMEOUT_MILLIS)
+        : timeoutMillis;
+    return onContext(names0.orTimeout(namesMillis, TimeUnit.MILLISECONDS)).onComplete(done -> deadline.complete(null))
+        .compose(names -> {
+      List<String> wanted = new ArrayList<>(Math.min(names.size(), limit + 1));
       for (String n : names) {
+        if (wanted.size() > limit) {
+          break;
+        }
+        wanted.add(n);
+      }
+      List<Future<BudgetStatus>> all = new ArrayList<>();
+      for (String n : wanted) {
         all.add(status(n));
       }
-      return Future.all(all).map(done -> {
+      return Future.join(all).transform(done -> {
         List<BudgetStatus> out = new ArrayList<>();
-        for (int i = 0; i < all.size(); i++) {
-          BudgetStatus s = done.resultAt(i);
-          if (s.exists()) {
-            out.add(s);
+        List<BrokenBudgetException> broken = new ArrayList<>();
+        Throwable redisFailure = null;
+        for (Future<BudgetStatus> f : all) {
+          if (f.succeeded()) {
+            if (f.result().exists()) {
+              out.add(f.result());
+            }
+          } else if (f.cause() instanceof BrokenBudgetException b) {
+            broken.add(b);
+          } else {
+            redisFailure = f.cause();
           }
         }
-        return out;
+        if (redisFailure != null) {
+          return Future.failedFuture(redisFailure);
+        }
+        boolean truncated = out.size() + broken.size() > limit;
+        while (out.size() + broken.size() > limit) {
+          // names are sorted; drop the last one listed
+          if (!out.isEmpty() && (broken.isEmpty()
+              || out.get(out.size() - 1).name().compareTo(broken.get(broken.size() - 1).budget()) > 0)) {
+            out.remove(out.size() - 1);
+          } else {
+            broken.remove(broken.size() - 1);
+          }
+        }
+        return Future.succeededFuture(new Listing(out, broken, truncated));
       });
     });
   }
 
   Future<String> ping() {
-    return onContext(store.ping());
+    return onContext(scripts.store().ping());
   }
 }

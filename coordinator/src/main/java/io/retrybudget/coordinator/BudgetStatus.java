@@ -1,9 +1,7 @@
 package io.retrybudget.coordinator;
 
-import static io.retrybudget.budget.redis.BudgetReply.asLong;
-
+import io.retrybudget.budget.redis.StatusReply;
 import io.vertx.core.json.JsonObject;
-import java.util.List;
 
 /** One budget's configuration and window, as {@code GET /v1/budgets/{name}} shows it. */
 record BudgetStatus(
@@ -17,13 +15,14 @@ record BudgetStatus(
     long retries,
     long denied,
     long allowance,
-    long activeClients) {
+    long activeClients,
+    StatusReply.Source source) {
 
-  /** From status.lua's reply. */
-  static BudgetStatus fromStatusReply(String name, List<Object> r) {
-    return new BudgetStatus(name, asLong(r.get(0)) > 0, String.valueOf(r.get(9)), asLong(r.get(6)),
-        (int) asLong(r.get(7)), (int) asLong(r.get(8)), asLong(r.get(1)), asLong(r.get(2)), asLong(r.get(3)),
-        asLong(r.get(4)), asLong(r.get(5)));
+  /** From status.lua's reply, as the SDK's protocol parsed it. */
+  static BudgetStatus of(StatusReply r) {
+    return new BudgetStatus(r.name(), r.exists(), r.settings().mode(), r.settings().ratioPpm(),
+        r.settings().windowSeconds(), r.settings().minRetriesPerSecond(), r.requests(), r.retries(), r.denied(),
+        r.allowance(), r.activeClients(), r.source());
   }
 
   double ratio() {

@@ -85,7 +85,7 @@ public final class Coordinator implements AutoCloseable {
           .withMetrics(new MicrometerMetricsFactory(registry))
           .build();
       store = RedisBudgetStore.connect(redis, ((VertxInternal) vertx).nettyEventLoopGroup());
-      BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT);
+      BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT, config.autoCreate());
       for (Map.Entry<String, ConfigUpdate> e : fileBudgets.entrySet()) {
         await(budgets.configure(e.getKey(), e.getValue()));
       }

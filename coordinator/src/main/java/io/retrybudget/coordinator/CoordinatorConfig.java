@@ -20,6 +20,8 @@ import java.util.Map;
  * @param maxBudgets COORDINATOR_MAX_BUDGETS: most budgets listed and exported as metric series
  * @param fileCheckMillis COORDINATOR_BUDGETS_FILE_CHECK_MS: how often to check that Redis still
  *     holds the file's budgets (default 10000)
+ * @param autoCreate COORDINATOR_AUTO_CREATE: true lets a POST to a budget without configuration
+ *     create it with the defaults; false (the default) answers 404 and creates nothing
  */
 public record CoordinatorConfig(
     String redisUrl,
@@ -29,12 +31,14 @@ public record CoordinatorConfig(
     boolean tokenGenerated,
     Path budgetsFile,
     int maxBudgets,
-    int fileCheckMillis) {
+    int fileCheckMillis,
+    boolean autoCreate) {
 
   public static final int DEFAULT_PORT = 8080;
   /** Every environment variable the coordinator reads. */
   public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
-      "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS");
+      "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS",
+      "COORDINATOR_AUTO_CREATE");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
 
   public boolean hasRedis() {
@@ -63,8 +67,12 @@ public record CoordinatorConfig(
       token = HexFormat.of().formatHex(bytes);
     }
     String file = blankToNull(env.get("COORDINATOR_BUDGETS_FILE"));
+    String auto = blankToNull(env.get("COORDINATOR_AUTO_CREATE"));
+    if (auto != null && !auto.trim().equals("true") && !auto.trim().equals("false")) {
+      throw new IllegalArgumentException("COORDINATOR_AUTO_CREATE must be true or false, was '" + auto + "'");
+    }
     return new CoordinatorConfig(redisUrl, clusterNodes, port, token, generated, file == null ? null : Path.of(file),
-        maxBudgets, fileCheck);
+        maxBudgets, fileCheck, auto != null && auto.trim().equals("true"));
   }
 
   private static int intVar(Map<String, String> env, String name, int defaultValue, int min, int max) {

@@ -41,6 +41,10 @@ final class ApiClient implements AutoCloseable {
     this.validator = ResponseValidator.create(vertx, contract);
   }
 
+  String base() {
+    return base;
+  }
+
   Response get(String operationId, String path) throws Exception {
     return send(operationId, HttpRequest.newBuilder(URI.create(base + path)).GET());
   }

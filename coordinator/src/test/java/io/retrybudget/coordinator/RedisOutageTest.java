@@ -17,7 +17,7 @@ class RedisOutageTest {
   @Test
   void readinessAndFast503sWhileRedisIsDownThenEverythingWorksAgain() throws Exception {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
-            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t", "COORDINATOR_AUTO_CREATE", "true")));
         ApiClient api = new ApiClient(c.port(), "t")) {
       assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/outage/requests", "{\"count\": 100}").status());
       assertEquals(200, api.get("ready", "/health/ready").status());

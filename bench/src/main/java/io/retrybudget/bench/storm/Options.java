@@ -20,6 +20,11 @@ final class Options {
   Integer callTimeoutMillis;
   String fallback;
   Path out = Path.of("bench/results/storm");
+  // a fault injected into Redis during the outage: none or scriptflush (SCRIPT FLUSH)
+  String fault = "none";
+  // standalone, or cluster (3 masters, each with a replica)
+  String redis = "standalone";
+  int faultAtOutageSecond = 10;
   // steady mode
   List<Double> steadyRates = new ArrayList<>(List.of(100.0, 5000.0));
   int steadySeconds = 20;
@@ -61,6 +66,19 @@ final class Options {
           case "--seed" -> o.seed = Long.parseLong(v);
           case "--call-timeout-ms" -> o.callTimeoutMillis = positive(name, Integer.parseInt(v));
           case "--fallback" -> o.fallback = v.toUpperCase(java.util.Locale.ROOT);
+          case "--fault" -> {
+            if (!v.equals("none") && !v.equals("scriptflush") && !v.equals("killmaster")) {
+              usage("--fault must be none, scriptflush or killmaster");
+            }
+            o.fault = v;
+          }
+          case "--redis" -> {
+            if (!v.equals("standalone") && !v.equals("cluster")) {
+              usage("--redis must be standalone or cluster");
+            }
+            o.redis = v;
+          }
+          case "--fault-at-outage-second" -> o.faultAtOutageSecond = nonNegative(name, Integer.parseInt(v));
           case "--out" -> {
             o.out = Path.of(v);
             outGiven = true;
@@ -78,6 +96,12 @@ final class Options {
       } catch (NumberFormatException e) {
         usage("bad number for " + name + ": " + v);
       }
+    }
+    if (o.fault.equals("killmaster") && !o.redis.equals("cluster")) {
+      usage("--fault killmaster needs --redis cluster");
+    }
+    if (!o.fault.equals("none") && o.faultAtOutageSecond >= o.outageSeconds) {
+      usage("--fault-at-outage-second must be inside the outage (< --outage-seconds)");
     }
     if (o.backoffMaxMillis < o.backoffMinMillis) {
       usage("--backoff-max-ms must be >= --backoff-min-ms");
@@ -116,6 +140,8 @@ final class Options {
                   --strategies none,local,fleet --max-attempts 3 --backoff-min-ms 10
                   --backoff-max-ms 50 --seed 42 --out bench/results/storm
                   [--call-timeout-ms 20] [--fallback local|allow|deny] (fleet: SDK defaults if absent)
+                  [--fault none|scriptflush|killmaster] [--fault-at-outage-second 10] (SCRIPT FLUSH, or kill -9
+                  of the budget's master, then) [--redis standalone|cluster] (cluster: 3 masters + 3 replicas)
                   (writes <out>.csv, <out>-redis.csv, <out>.png, <out>-summary.txt)
           steady: --rates 100,5000 --seconds 20 --latency-calls 20000
                   --out bench/results/steady (writes <out>-summary.txt)

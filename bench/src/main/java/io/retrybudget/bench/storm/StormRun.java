@@ -49,6 +49,11 @@ final class StormRun {
   private static final long[] LATENCY_BOUNDS_MICROS = {100, 500, 1_000, 5_000, 10_000, 20_000, 50_000, Long.MAX_VALUE};
   private final LongAdder[] acquireLatency = adders(LATENCY_BOUNDS_MICROS.length);
   private final AtomicLong inFlight = new AtomicLong();
+  // budgets (clients) seen degraded at least once, checked every tick (2 ms)
+  private final AtomicLong everDegraded = new AtomicLong();
+  long faultAtSecond = -1;
+  // per second of the run: the most clients degraded at the same tick
+  private final AtomicLong[] maxDegraded;
 
   private ScheduledThreadPoolExecutor scheduler;
   private volatile long startNanos;
@@ -76,6 +81,10 @@ final class StormRun {
     this.retries = adders(seconds + 1);
     this.redisEvalsha = new long[seconds + 1];
     this.redisAll = new long[seconds + 1];
+    this.maxDegraded = new AtomicLong[seconds + 1];
+    for (int i = 0; i <= seconds; i++) {
+      maxDegraded[i] = new AtomicLong();
+    }
     for (int i = 0; i < decisions.length; i++) {
       decisions[i] = new LongAdder();
     }
@@ -94,6 +103,7 @@ final class StormRun {
     final RetryBudget budget; // null: no budget
     final double phase;
     long sent; // first attempts started; ticker thread only
+    boolean everDegraded; // ticker thread only
 
     SimClient(RetryBudget budget, double phase) {
       this.budget = budget;
@@ -104,15 +114,15 @@ final class StormRun {
   void run() throws InterruptedException {
     System.out.printf("%n== %s: %d clients, %.0f first attempts/s (%.2f per client), %d s healthy, %d s outage, %d s healthy%n",
         strategy.label, o.clients, o.rate, perClientRate, o.healthySeconds, o.outageSeconds, o.healthySeconds);
-    try (RedisServerProcess redis = RedisServerProcess.start()) {
-      redisVersion = info(redis, "server").lines().filter(l -> l.startsWith("redis_version:"))
+    try (Redis redis = o.redis.equals("cluster") ? Redis.cluster() : Redis.standalone()) {
+      redisVersion = info(redis.budgetNode(), "server").lines().filter(l -> l.startsWith("redis_version:"))
           .map(l -> l.substring("redis_version:".length()).trim()).findFirst().orElse("?");
       RedisBudgetClient budgetClient = null;
       List<SimClient> clients = new ArrayList<>(o.clients);
       Random random = new Random(o.seed);
       try {
         if (strategy == Strategy.FLEET) {
-          RedisBudgetClient.Builder builder = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build());
+          RedisBudgetClient.Builder builder = RedisBudgetClient.builder(redis.options());
           if (o.callTimeoutMillis != null) {
             builder.callTimeout(java.time.Duration.ofMillis(o.callTimeoutMillis));
           }
@@ -153,14 +163,92 @@ final class StormRun {
     }
   }
 
-  private void drive(RedisServerProcess redis, List<SimClient> clients) throws InterruptedException {
+  /** The Redis of a run: one process, or a 3-master Cluster with a replica per master. */
+  static final class Redis implements AutoCloseable {
+    private final RedisServerProcess standalone;
+    private final io.retrybudget.testing.RedisClusterProcesses cluster;
+
+    private Redis(RedisServerProcess standalone, io.retrybudget.testing.RedisClusterProcesses cluster) {
+      this.standalone = standalone;
+      this.cluster = cluster;
+    }
+
+    static Redis standalone() {
+      return new Redis(RedisServerProcess.start(), null);
+    }
+
+    static Redis cluster() {
+      return new Redis(null, io.retrybudget.testing.RedisClusterProcesses.start(3, 1));
+    }
+
+    RedisConnectionOptions options() {
+      return standalone != null ? RedisConnectionOptions.standalone(standalone.uri()).build()
+          : RedisConnectionOptions.cluster(cluster.nodes()).build();
+    }
+
+    /** The process serving the budget's keys now (after a failover: the promoted replica). */
+    RedisServerProcess budgetNode() {
+      return standalone != null ? standalone : cluster.masterFor(new BudgetKeys(BUDGET_NAME, true).config());
+    }
+
+    /** Every live master. */
+    List<RedisServerProcess> masters() {
+      if (standalone != null) {
+        return List.of(standalone);
+      }
+      List<RedisServerProcess> all = new ArrayList<>(cluster.masters());
+      all.addAll(cluster.replicas());
+      List<RedisServerProcess> out = new ArrayList<>();
+      for (RedisServerProcess p : all) {
+        if (p.isAlive() && String.valueOf(p.call("ROLE")).startsWith("[master")) {
+          out.add(p);
+        }
+      }
+      return out;
+    }
+
+    /** INFO commandstats summed over the live masters, as one text of cmdstat lines. */
+    String commandstats() {
+      java.util.Map<String, long[]> sums = new java.util.TreeMap<>();
+      for (RedisServerProcess m : masters()) {
+        for (String line : info(m, "commandstats").split("\r?\n")) {
+          if (!line.startsWith("cmdstat_")) {
+            continue;
+          }
+          String name = line.substring(0, line.indexOf(':'));
+          long calls = Long.parseLong(field(line + ",", name + ":", "calls="));
+          sums.computeIfAbsent(name, k -> new long[1])[0] += calls;
+        }
+      }
+      StringBuilder sb = new StringBuilder();
+      sums.forEach((name, c) -> sb.append(name).append(":calls=").append(c[0]).append(",usec_per_call=-\n"));
+      return sb.toString();
+    }
+
+    void resetStats() {
+      for (RedisServerProcess m : masters()) {
+        m.call("CONFIG", "RESETSTAT");
+      }
+    }
+
+    @Override
+    public void close() {
+      if (standalone != null) {
+        standalone.close();
+      } else {
+        cluster.close();
+      }
+    }
+  }
+
+  private void drive(Redis redis, List<SimClient> clients) throws InterruptedException {
     scheduler = new ScheduledThreadPoolExecutor(2, r -> {
       Thread t = new Thread(r, "storm-" + strategy.id);
       t.setDaemon(true);
       return t;
     });
     scheduler.setRemoveOnCancelPolicy(true);
-    redis.call("CONFIG", "RESETSTAT");
+    redis.resetStats();
     CountDownLatch done = new CountDownLatch(1);
     startNanos = System.nanoTime();
     ScheduledFuture<?> ticker = scheduler.scheduleAtFixedRate(() -> tick(clients, done), 0, TICK_NANOS, TimeUnit.NANOSECONDS);
@@ -173,15 +261,28 @@ final class StormRun {
       while ((wait = at - System.nanoTime()) > 0) {
         LockSupport.parkNanos(wait);
       }
-      String stats = info(redis, "commandstats");
+      String stats = redis.commandstats();
       long ev = scriptCalls(stats);
       long all = appCalls(stats);
-      redisEvalsha[s - 1] = ev - prevEval;
-      redisAll[s - 1] = all - prevAll;
+      // a master killed takes its counts with it: never a negative second
+      redisEvalsha[s - 1] = Math.max(0, ev - prevEval);
+      redisAll[s - 1] = Math.max(0, all - prevAll);
       prevEval = ev;
       prevAll = all;
       if (strategy == Strategy.FLEET) {
         sampleWindow(redis);
+      }
+      if (s == o.healthySeconds + o.faultAtOutageSecond && o.fault.equals("scriptflush")) {
+        for (RedisServerProcess m : redis.masters()) {
+          m.call("SCRIPT", "FLUSH");
+        }
+        faultAtSecond = s;
+        System.out.printf("  t=%2ds SCRIPT FLUSH%n", s);
+      } else if (s == o.healthySeconds + o.faultAtOutageSecond && o.fault.equals("killmaster")) {
+        RedisServerProcess victim = redis.budgetNode();
+        victim.kill();
+        faultAtSecond = s;
+        System.out.printf("  t=%2ds kill -9 of the budget's master (port %d)%n", s, victim.port());
       }
       if (s % 5 == 0 || s == seconds) {
         System.out.printf("  t=%2ds first=%5d retries=%5d redis evalsha=%5d%n", s - 1,
@@ -199,9 +300,10 @@ final class StormRun {
     if (strategy == Strategy.FLEET) {
       sampleWindow(redis);
     }
-    String stats = info(redis, "commandstats");
+    String stats = redis.commandstats();
     evalshaCalls = scriptCalls(stats);
-    evalshaUsecPerCall = field(stats, "cmdstat_evalsha:", "usec_per_call=");
+    String own = info(redis.budgetNode(), "commandstats");
+    evalshaUsecPerCall = field(own, "cmdstat_evalsha:", "usec_per_call=");
     allCalls = appCalls(stats);
     for (int s = o.healthySeconds; s < o.healthySeconds + o.outageSeconds; s++) {
       evalshaCallsOutage += redisEvalsha[s];
@@ -218,13 +320,23 @@ final class StormRun {
       return;
     }
     double elapsedSeconds = elapsed / 1e9;
+    long degradedNow = 0;
     for (SimClient c : clients) {
+      if (c.budget != null && c.budget.isDegraded()) {
+        degradedNow++;
+        if (!c.everDegraded) {
+          c.everDegraded = true;
+          everDegraded.incrementAndGet();
+        }
+      }
       long owed = (long) Math.floor(elapsedSeconds * perClientRate + c.phase);
       while (c.sent < owed) {
         c.sent++;
         firstAttempt(c);
       }
     }
+    long now = degradedNow;
+    maxDegraded[second(elapsed)].accumulateAndGet(now, Math::max);
   }
 
   private boolean failing(long elapsed) {
@@ -306,8 +418,13 @@ final class StormRun {
   }
 
   /** Reads the budget's bucket ring; a bucket stays in it for a whole window after it closes. */
-  private void sampleWindow(RedisServerProcess redis) {
-    long[][] slots = new WindowRing(redis, new BudgetKeys(BUDGET_NAME)).slots();
+  private void sampleWindow(Redis redis) {
+    long[][] slots;
+    try {
+      slots = new WindowRing(redis.budgetNode(), new BudgetKeys(BUDGET_NAME)).slots();
+    } catch (RuntimeException e) {
+      return; // the node is failing over: sample next second
+    }
     for (long[] slot : slots) {
       if (slot[WindowRing.T] != 0) {
         redisGrantedByBucket.merge(slot[WindowRing.T], slot[WindowRing.G], Math::max);
@@ -413,6 +530,14 @@ final class StormRun {
       prev = bound;
     }
     return sb.toString().trim();
+  }
+
+  long maxDegraded(int second) {
+    return maxDegraded[second].get();
+  }
+
+  long everDegraded() {
+    return everDegraded.get();
   }
 
   long acquireErrors() {

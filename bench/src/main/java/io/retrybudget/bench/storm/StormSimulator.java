@@ -112,6 +112,12 @@ public final class StormSimulator {
         o.clients, o.rate, perClient, o.healthySeconds, o.outageSeconds, from, to, o.healthySeconds));
     sb.append(String.format("at most %d attempts per request, backoff U[%d, %d] ms after the permit; redis %s, fresh per strategy.%n",
         o.maxAttempts, o.backoffMinMillis, o.backoffMaxMillis, runs.isEmpty() ? "?" : runs.get(0).redisVersion));
+    sb.append("Redis: ").append(o.redis.equals("cluster") ? "a Cluster of 3 masters, each with a replica" : "standalone")
+        .append(". ");
+    sb.append(o.fault.equals("none") ? "No fault injected into Redis.\n"
+        : String.format("Fault: %s at t=%d s (second %d of the outage).%n",
+            o.fault.equals("scriptflush") ? "SCRIPT FLUSH" : "kill -9 of the budget's master", o.healthySeconds + o.faultAtOutageSecond,
+            o.faultAtOutageSecond));
     sb.append(String.format("fleet budget client: callTimeout %s, fallback %s.%n",
         o.callTimeoutMillis == null ? "20 ms (SDK default)" : o.callTimeoutMillis + " ms",
         o.fallback == null ? "LOCAL (SDK default)" : o.fallback));
@@ -154,6 +160,13 @@ public final class StormSimulator {
         long seen = r.decisions(BudgetDecision.Reason.GRANTED);
         sb.append(String.format("         permits Redis counted as granted: %d; GRANTED answers clients received: %d;"
             + " granted in Redis but given up on by the client (call timeout): %d%n", redisGranted, seen, redisGranted - seen));
+        sb.append(String.format("         budgets (clients) ever degraded: %d of %d (a 20 ms call timeout on a loaded machine"
+            + " degrades some whatever happens to Redis)%n", r.everDegraded(), o.clients));
+        sb.append("         most clients degraded at once, per second t=0.." + r.seconds() + ":");
+        for (int s = 0; s < r.seconds(); s++) {
+          sb.append(' ').append(r.maxDegraded(s));
+        }
+        sb.append('\n');
       }
     }
     sb.append("\nretry ratio = retries sent / first attempts sent; amplification = all attempts sent / first attempts sent;\n"

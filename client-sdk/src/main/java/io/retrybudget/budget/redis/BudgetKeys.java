@@ -1,26 +1,43 @@
 package io.retrybudget.budget.redis;
 
+import io.lettuce.core.cluster.SlotHash;
 import io.retrybudget.budget.BudgetNames;
 
 /**
  * The Redis keys of one budget: layout version 2 (the window's ring packed in one string; lua/README.md),
  * the budget's name as the Cluster hash tag, so every script touches one slot and a future layout can
- * live beside this one.
+ * live beside this one. The index of budget names is one key on a standalone Redis
+ * ({@code rb:v2:index}) and one per slot on a Cluster ({@code rb:v2:index:{TAG}}, TAG a string of the
+ * budget's slot), so a script that updates it still touches one slot.
  */
 public final class BudgetKeys {
   public static final String PREFIX = "rb:v2:";
+  public static final String STANDALONE_INDEX = PREFIX + "index";
 
   private final String name;
   private final String config;
   private final String window;
   private final String clients;
+  private final String index;
 
+  /** The keys of a budget on a standalone Redis. */
   public BudgetKeys(String name) {
+    this(name, false);
+  }
+
+  /** The keys of a budget on a standalone Redis or a Cluster (which only changes the index key). */
+  public BudgetKeys(String name, boolean cluster) {
     this.name = BudgetNames.requireValid(name);
     String base = PREFIX + "{" + name + "}:";
     this.config = base + "cfg";
     this.window = base + "win";
     this.clients = base + "clients";
+    this.index = cluster ? clusterIndex(SlotHash.getSlot(config)) : STANDALONE_INDEX;
+  }
+
+  /** The index key of one Cluster slot. */
+  public static String clusterIndex(int slot) {
+    return STANDALONE_INDEX + ":{" + SlotTags.tag(slot) + "}";
   }
 
   public String name() {
@@ -39,6 +56,11 @@ public final class BudgetKeys {
     return clients;
   }
 
+  /** The sorted set of budget names (score: when the configuration expires) this budget is listed in. */
+  public String index() {
+    return index;
+  }
+
   /** The budget a key belongs to, or null when the key is not one of ours. */
   public static String budgetOf(String key) {
     if (!key.startsWith(PREFIX + "{")) {
@@ -50,5 +72,28 @@ public final class BudgetKeys {
     }
     String name = key.substring(PREFIX.length() + 1, close);
     return BudgetNames.isValid(name) ? name : null;
+  }
+
+  /** For each of the 16384 Cluster slots, a short string whose hash slot it is (found once, lazily). */
+  private static final class SlotTags {
+    private static final String[] TAGS = build();
+
+    static String tag(int slot) {
+      return TAGS[slot];
+    }
+
+    private static String[] build() {
+      String[] tags = new String[SlotHash.SLOT_COUNT];
+      int found = 0;
+      for (long i = 0; found < tags.length; i++) {
+        String candidate = Long.toString(i, 36);
+        int slot = SlotHash.getSlot(candidate);
+        if (tags[slot] == null) {
+          tags[slot] = candidate;
+          found++;
+        }
+      }
+      return tags;
+    }
   }
 }

@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * The reply of lua/budget.lua: {@code status, granted, requests, retries, denied, allowance,
- * active_clients, ratio_ppm, window_s, min_rps, mode}.
+ * active_clients, ratio_ppm, window_s, min_rps, mode}. Built by {@link BudgetScripts} only.
  */
 public record BudgetReply(
     String status,
@@ -24,8 +24,10 @@ public record BudgetReply(
   public static final String SHADOW = "shadow";
   public static final String COUNTED = "counted";
   public static final String STALE = "stale";
+  /** The budget has no configuration and the call did not seed one: nothing was written. */
+  public static final String MISSING = "missing";
 
-  public static BudgetReply parse(List<Object> reply) {
+  static BudgetReply parse(List<Object> reply) {
     if (reply == null || reply.size() != 11) {
       throw new IllegalStateException("unexpected budget.lua reply: " + reply);
     }
@@ -49,6 +51,16 @@ public record BudgetReply(
       return n.longValue();
     }
     return Long.parseLong(String.valueOf(value));
+  }
+
+  /** The configuration this reply was computed with. */
+  public BudgetSettings settings() {
+    return new BudgetSettings(ratioPpm, windowSeconds, minRetriesPerSecond, mode);
+  }
+
+  /** True when the call was applied (counted, granted or denied); false for stale and missing. */
+  public boolean applied() {
+    return !STALE.equals(status) && !MISSING.equals(status);
   }
 
   public long remaining() {

@@ -16,6 +16,9 @@ public final class LuaScript {
   public static final LuaScript BUDGET = load("budget.lua");
   public static final LuaScript STATUS = load("status.lua");
   public static final LuaScript CONFIGURE = load("configure.lua");
+  public static final LuaScript DELETE = load("delete.lua");
+  /** Every budget script, loaded into each master's cache when a connection opens. */
+  public static final java.util.List<LuaScript> BUDGET_SCRIPTS = java.util.List.of(BUDGET, STATUS, CONFIGURE, DELETE);
 
   private final String name;
   private final String body;

@@ -1,18 +1,19 @@
 package io.retrybudget.budget.redis;
 
 import io.lettuce.core.ClientOptions;
-import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.event.connection.ConnectionActivatedEvent;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisKeyAsyncCommands;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.api.async.RedisSortedSetAsyncCommands;
+import io.lettuce.core.Range;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
@@ -25,14 +26,25 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import io.netty.channel.EventLoopGroup;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import reactor.core.Disposable;
 
 /**
  * The one Redis connection of a process (standalone or Cluster), shared by every budget: runs the
@@ -44,6 +56,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   private static final Predicate<RedisCommand<?, ?, ?>> NO_SCRIPT_REPLAY =
       cmd -> cmd.getType() == CommandType.EVALSHA || cmd.getType() == CommandType.EVAL;
 
+  private static final Logger LOG = Logger.getLogger(RedisBudgetStore.class.getName());
+
   private final RedisConnectionOptions options;
   private final ClientResources resources;
   private final RedisClient standaloneClient;
@@ -51,6 +65,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   private final StatefulConnection<String, String> connection;
   private final RedisScriptingAsyncCommands<String, String> scripting;
   private final RedisKeyAsyncCommands<String, String> keys;
+  private final RedisSortedSetAsyncCommands<String, String> sortedSets;
+  private final Disposable scriptLoader;
 
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
@@ -65,54 +81,130 @@ public final class RedisBudgetStore implements AutoCloseable {
         .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
         .build();
     TimeoutOptions timeouts = TimeoutOptions.enabled(options.commandTimeout());
+    SocketOptions socket = SocketOptions.builder().connectTimeout(options.connectTimeout()).build();
+    StatefulConnection<String, String> opened = null;
+    RedisClient standalone = null;
+    RedisClusterClient clustered = null;
+    // Scripts go into every master's cache whenever a connection to it opens (start, reconnect,
+    // failover); NOSCRIPT is still handled for a SCRIPT FLUSH on a live connection.
+    AtomicReference<StatefulConnection<String, String>> target = new AtomicReference<>();
+    this.scriptLoader = resources.eventBus().get()
+        .filter(e -> e instanceof ConnectionActivatedEvent)
+        .subscribe(e -> loadScripts(target.get(), ((ConnectionActivatedEvent) e).remoteAddress()), error -> { });
     try {
       if (options.isCluster()) {
-        List<RedisURI> seeds = new ArrayList<>();
-        for (String node : options.clusterNodes()) {
-          int colon = node.lastIndexOf(':');
-          seeds.add(RedisURI.create(node.substring(0, colon), Integer.parseInt(node.substring(colon + 1))));
-        }
-        this.standaloneClient = null;
-        this.clusterClient = RedisClusterClient.create(resources, seeds);
-        ClusterClientOptions.Builder builder = ClusterClientOptions.builder()
-            .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+        clustered = RedisClusterClient.create(resources, options.uris());
+        ClusterClientOptions.Builder builder = ClusterClientOptions.builder();
+        builder.topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                 .enableAllAdaptiveRefreshTriggers()
-                .enablePeriodicRefresh(Duration.ofSeconds(30))
+                .adaptiveRefreshTriggersTimeout(Duration.ofMillis(500))
+                .refreshTriggersReconnectAttempts(2)
+                .enablePeriodicRefresh(options.topologyRefreshPeriod())
+                .closeStaleConnections(true)
                 .build());
-        builder.autoReconnect(true)
+        builder.socketOptions(socket)
+            .autoReconnect(true)
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
             .requestQueueSize(options.requestQueueSize())
             .replayFilter(NO_SCRIPT_REPLAY)
             .timeoutOptions(timeouts);
-        clusterClient.setOptions(builder.build());
-        StatefulRedisClusterConnection<String, String> c = clusterClient.connect(StringCodec.UTF8);
-        // Node connections open lazily, and while one opens REJECT_COMMANDS refuses its first
-        // commands: open them all now.
-        for (RedisClusterNode node : clusterClient.getPartitions()) {
-          c.getConnection(node.getUri().getHost(), node.getUri().getPort());
-        }
-        this.connection = c;
+        clustered.setOptions(builder.build());
+        BudgetKeys.clusterIndex(0); // builds the slot -> index key table now, not on a first permit call
+        StatefulRedisClusterConnection<String, String> c = clustered.connect(StringCodec.UTF8);
+        target.set(c);
+        openMasterConnections(c, clustered);
+        opened = c;
         this.scripting = c.async();
         this.keys = c.async();
+        this.sortedSets = c.async();
       } else {
-        this.clusterClient = null;
-        this.standaloneClient = RedisClient.create(resources, RedisURI.create(options.redisUri()));
-        standaloneClient.setOptions(ClientOptions.builder()
+        standalone = RedisClient.create(resources, options.uris().get(0));
+        standalone.setOptions(ClientOptions.builder()
+            .socketOptions(socket)
             .autoReconnect(true)
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
             .requestQueueSize(options.requestQueueSize())
             .replayFilter(NO_SCRIPT_REPLAY)
             .timeoutOptions(timeouts)
             .build());
-        StatefulRedisConnection<String, String> c = standaloneClient.connect(StringCodec.UTF8);
-        this.connection = c;
+        StatefulRedisConnection<String, String> c = standalone.connect(StringCodec.UTF8);
+        target.set(c);
+        loadScripts(c, null);
+        opened = c;
         this.scripting = c.async();
         this.keys = c.async();
+        this.sortedSets = c.async();
       }
     } catch (RuntimeException e) {
+      this.connection = opened;
+      this.standaloneClient = standalone;
+      this.clusterClient = clustered;
       shutdownQuietly();
       throw e;
     }
+    this.connection = opened;
+    this.standaloneClient = standalone;
+    this.clusterClient = clustered;
+  }
+
+  /**
+   * Node connections open lazily, and while one opens REJECT_COMMANDS refuses its first commands:
+   * open those of the masters now, each within the connect timeout, and go on without the ones that
+   * cannot be reached (a failed node, a master listed as {@code master,fail} after a failover).
+   */
+  private void openMasterConnections(StatefulRedisClusterConnection<String, String> c, RedisClusterClient client) {
+    List<CompletableFuture<?>> pending = new ArrayList<>();
+    for (RedisClusterNode node : client.getPartitions()) {
+      if (!node.is(RedisClusterNode.NodeFlag.UPSTREAM) || node.is(RedisClusterNode.NodeFlag.FAIL)
+          || node.is(RedisClusterNode.NodeFlag.EVENTUAL_FAIL)) {
+        continue;
+      }
+      pending.add(c.getConnectionAsync(node.getUri().getHost(), node.getUri().getPort())
+          .thenCompose(n -> loadAll(n.async()))
+          .toCompletableFuture()
+          .exceptionally(error -> {
+            LOG.log(Level.FINE, "Cluster node " + node.getUri().getHost() + ":" + node.getUri().getPort()
+                + " not reachable now; its slots are served when it is", error);
+            return null;
+          }));
+    }
+    try {
+      CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
+          .get(options.connectTimeout().toMillis() + options.commandTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException e) {
+      // the nodes that did not answer in time are opened when first used
+    }
+  }
+
+  /** SCRIPT LOAD of every budget script on the node a connection just opened to (best effort). */
+  private void loadScripts(StatefulConnection<String, String> c, SocketAddress address) {
+    try {
+      if (c instanceof StatefulRedisConnection<String, String> s) {
+        loadAll(s.async());
+      } else if (c instanceof StatefulRedisClusterConnection<String, String> cc
+          && address instanceof InetSocketAddress a) {
+        for (RedisClusterNode node : cc.getPartitions()) {
+          if (node.is(RedisClusterNode.NodeFlag.UPSTREAM) && node.getUri().getPort() == a.getPort()
+              && (node.getUri().getHost().equals(a.getHostString())
+                  || (a.getAddress() != null && node.getUri().getHost().equals(a.getAddress().getHostAddress())))) {
+            cc.getConnectionAsync(node.getUri().getHost(), node.getUri().getPort())
+                .thenAccept(n -> loadAll(n.async()));
+          }
+        }
+      }
+    } catch (RuntimeException e) {
+      LOG.log(Level.FINE, "script load on connect failed; NOSCRIPT loads them", e);
+    }
+  }
+
+  private static CompletableFuture<Void> loadAll(RedisScriptingAsyncCommands<String, String> commands) {
+    List<CompletableFuture<String>> loads = new ArrayList<>();
+    for (LuaScript script : LuaScript.BUDGET_SCRIPTS) {
+      loads.add(commands.scriptLoad(script.body()).toCompletableFuture());
+    }
+    return CompletableFuture.allOf(loads.toArray(new CompletableFuture<?>[0]));
   }
 
   /**
@@ -135,6 +227,49 @@ public final class RedisBudgetStore implements AutoCloseable {
 
   public RedisConnectionOptions options() {
     return options;
+  }
+
+  /** One EVALSHA, as it is: a NOSCRIPT reply fails the future with Lettuce's RedisNoScriptException. */
+  public CompletableFuture<List<Object>> evalsha(LuaScript script, String[] keyNames, String... args) {
+    try {
+      return scripting.<List<Object>>evalsha(script.sha1(), ScriptOutputType.MULTI, keyNames, args).toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** One EVAL with the script's text (which caches it again). */
+  public CompletableFuture<List<Object>> eval(LuaScript script, String[] keyNames, String... args) {
+    try {
+      return scripting.<List<Object>>eval(script.body(), ScriptOutputType.MULTI, keyNames, args).toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** A script that answers an integer, by SHA, its text once on NOSCRIPT. */
+  public CompletableFuture<Long> runInteger(LuaScript script, String[] keyNames, String... args) {
+    CompletableFuture<Long> result = new CompletableFuture<>();
+    try {
+      scripting.<Long>evalsha(script.sha1(), ScriptOutputType.INTEGER, keyNames, args).whenComplete((n, error) -> {
+        if (error == null) {
+          result.complete(n);
+        } else if (unwrap(error) instanceof RedisNoScriptException) {
+          scripting.<Long>eval(script.body(), ScriptOutputType.INTEGER, keyNames, args).whenComplete((again, error2) -> {
+            if (error2 == null) {
+              result.complete(again);
+            } else {
+              result.completeExceptionally(unwrap(error2));
+            }
+          });
+        } else {
+          result.completeExceptionally(unwrap(error));
+        }
+      });
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+    }
+    return result;
   }
 
   /** Runs a script by SHA; on NOSCRIPT sends its text once, which also caches it again. */
@@ -169,6 +304,54 @@ public final class RedisBudgetStore implements AutoCloseable {
         });
   }
 
+  /**
+   * The members with a score of at least {@code minScore} of every sorted set named, merged, sorted and
+   * without duplicates: one ZRANGEBYSCORE per key, sent in batches of at most {@link #BATCH} so the
+   * bounded request queue never overflows. Stops early when {@code giveUp} is done.
+   */
+  public CompletableFuture<SortedSet<String>> sortedSetMembers(List<String> keyNames, double minScore,
+      CompletableFuture<?> giveUp) {
+    SortedSet<String> names = new TreeSet<>();
+    CompletableFuture<SortedSet<String>> result = new CompletableFuture<>();
+    membersBatch(keyNames, 0, Range.create(minScore, Double.POSITIVE_INFINITY), names, giveUp, result);
+    return result;
+  }
+
+  // per batch about a third goes to each master of a 3-master Cluster: far below the request queue
+  static final int BATCH = 2048;
+
+  private void membersBatch(List<String> keyNames, int from, Range<Double> range, SortedSet<String> names,
+      CompletableFuture<?> giveUp, CompletableFuture<SortedSet<String>> result) {
+    if (from >= keyNames.size()) {
+      result.complete(names);
+      return;
+    }
+    if (giveUp.isDone()) {
+      result.completeExceptionally(new CancellationException("listing given up"));
+      return;
+    }
+    int to = Math.min(keyNames.size(), from + BATCH);
+    List<CompletableFuture<List<String>>> batch = new ArrayList<>(to - from);
+    try {
+      for (int i = from; i < to; i++) {
+        batch.add(sortedSets.zrangebyscore(keyNames.get(i), range).toCompletableFuture());
+      }
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+      return;
+    }
+    CompletableFuture.allOf(batch.toArray(new CompletableFuture<?>[0])).whenComplete((done, error) -> {
+      if (error != null) {
+        result.completeExceptionally(unwrap(error));
+        return;
+      }
+      for (CompletableFuture<List<String>> f : batch) {
+        names.addAll(f.join());
+      }
+      membersBatch(keyNames, to, range, names, giveUp, result);
+    });
+  }
+
   /** Whether a key exists. */
   public CompletableFuture<Boolean> exists(String key) {
     return keys.exists(key).toCompletableFuture().thenApply(n -> n != null && n > 0);
@@ -182,43 +365,6 @@ public final class RedisBudgetStore implements AutoCloseable {
     return ((StatefulRedisConnection<String, String>) connection).async().ping().toCompletableFuture();
   }
 
-  /**
-   * Names of budgets that have keys, at most {@code limit}, scanning every master of a Cluster.
-   * Sorted, without duplicates.
-   */
-  public CompletableFuture<List<String>> scanBudgetNames(int limit) {
-    java.util.TreeSet<String> names = new java.util.TreeSet<>();
-    CompletableFuture<List<String>> result = new CompletableFuture<>();
-    ScanArgs args = ScanArgs.Builder.matches(BudgetKeys.PREFIX + "{*").limit(1000);
-    scanStep(ScanCursor.INITIAL, args, names, limit, result);
-    return result;
-  }
-
-  private void scanStep(ScanCursor cursor, ScanArgs args, java.util.TreeSet<String> names, int limit,
-      CompletableFuture<List<String>> result) {
-    if (result.isDone()) {
-      return; // the caller gave up (timeout): don't keep a Redis core busy for nobody
-    }
-    keys.scan(cursor, args).whenComplete((KeyScanCursor<String> page, Throwable error) -> {
-      if (error != null) {
-        result.completeExceptionally(unwrap(error));
-        return;
-      }
-      for (String key : page.getKeys()) {
-        String name = BudgetKeys.budgetOf(key);
-        if (name != null) {
-          names.add(name);
-        }
-      }
-      if (page.isFinished() || names.size() >= limit) {
-        List<String> list = new ArrayList<>(names);
-        result.complete(list.size() > limit ? list.subList(0, limit) : list);
-      } else {
-        scanStep(page, args, names, limit, result);
-      }
-    });
-  }
-
   private static Throwable unwrap(Throwable error) {
     return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
   }
@@ -229,6 +375,7 @@ public final class RedisBudgetStore implements AutoCloseable {
   }
 
   private void shutdownQuietly() {
+    scriptLoader.dispose();
     try {
       if (connection != null) {
         connection.close();

@@ -1,90 +1,192 @@
 package io.retrybudget.budget.redis;
 
+import io.lettuce.core.RedisURI;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
 /**
  * Where Redis is and how the shared connection behaves when it is slow or gone. Lettuce's defaults
- * queue commands without bound while disconnected and back off reconnects up to 30 s; these
- * defaults reject commands while disconnected, bound the queue and reconnect within half a second.
+ * queue commands without bound while disconnected and back off reconnects up to 30 s: these
+ * defaults reject commands while disconnected, bound the queue, reconnect within half a second and
+ * give up a connect attempt after 2 s.
+ *
+ * <p>Addresses are parsed with Lettuce's own {@link RedisURI} when the builder is made: an invalid
+ * one is an {@link IllegalArgumentException} that names it (with any password masked).
  */
 public final class RedisConnectionOptions {
-  private final String redisUri;
-  private final List<String> clusterNodes;
+  private final List<RedisURI> uris;
+  private final boolean cluster;
   private final Duration commandTimeout;
+  private final Duration connectTimeout;
   private final Duration reconnectDelayMax;
+  private final Duration topologyRefreshPeriod;
   private final int requestQueueSize;
 
   private RedisConnectionOptions(Builder b) {
-    this.redisUri = b.redisUri;
-    this.clusterNodes = b.clusterNodes;
+    this.uris = b.uris;
+    this.cluster = b.cluster;
     this.commandTimeout = b.commandTimeout;
+    this.connectTimeout = b.connectTimeout;
     this.reconnectDelayMax = b.reconnectDelayMax;
+    this.topologyRefreshPeriod = b.topologyRefreshPeriod;
     this.requestQueueSize = b.requestQueueSize;
   }
 
-  /** A standalone Redis: {@code redis://[password@]host:port} or {@code rediss://...}. */
+  /**
+   * A standalone Redis: {@code redis://[[user]:password@]host[:port][/database]} or {@code rediss://...}
+   * (TLS), as Lettuce's {@link RedisURI} reads it (percent-encode {@code @ / :} in a password).
+   */
   public static Builder standalone(String redisUri) {
-    return new Builder(Objects.requireNonNull(redisUri, "redisUri must not be null"), List.of());
+    Objects.requireNonNull(redisUri, "redisUri must not be null");
+    return new Builder(List.of(parse("redisUri", redisUri)), false);
   }
 
-  /** A Redis Cluster, from some of its nodes as {@code host:port}. */
+  /**
+   * A Redis Cluster, from some of its nodes: each {@code redis://[[user]:password@]host:port},
+   * {@code rediss://...} or a bare {@code host:port}. The credentials and TLS of the first seed
+   * apply to every node of the Cluster.
+   */
   public static Builder cluster(List<String> nodes) {
     if (nodes == null || nodes.isEmpty()) {
-      throw new IllegalArgumentException("clusterNodes must name at least one host:port");
+      throw new IllegalArgumentException("clusterNodes must name at least one node");
     }
+    List<RedisURI> seeds = new ArrayList<>();
     for (String node : nodes) {
-      int colon = node.lastIndexOf(':');
-      if (colon <= 0 || colon == node.length() - 1) {
-        throw new IllegalArgumentException("clusterNodes entries must be host:port, was '" + node + "'");
+      if (node == null) {
+        throw new IllegalArgumentException("clusterNodes entries must not be null");
       }
-      try {
-        int port = Integer.parseInt(node.substring(colon + 1));
-        if (port < 1 || port > 65535) {
-          throw new NumberFormatException();
-        }
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("clusterNodes entry has a bad port: '" + node + "'");
+      seeds.add(node.contains("://") ? parse("clusterNodes entry", node) : hostPort(node));
+    }
+    return new Builder(List.copyOf(seeds), true);
+  }
+
+  private static RedisURI parse(String what, String value) {
+    String scheme = value.contains("://") ? value.substring(0, value.indexOf("://")) : "";
+    if (!scheme.equals("redis") && !scheme.equals("rediss")) {
+      throw new IllegalArgumentException(what + " must start with redis:// or rediss://, was '" + mask(value) + "'");
+    }
+    // Lettuce reads "host:notaport" as a host name: check the port ourselves
+    String rest = value.substring(value.indexOf("://") + 3);
+    int end = rest.length();
+    for (char c : new char[] {'/', '?', '#'}) {
+      int i = rest.indexOf(c, Math.max(0, rest.lastIndexOf('@')));
+      if (i >= 0) {
+        end = Math.min(end, i);
       }
     }
-    return new Builder(null, List.copyOf(nodes));
+    String hostPort = rest.substring(rest.lastIndexOf('@') + 1, end);
+    int colon = hostPort.lastIndexOf(':');
+    if (colon >= 0 && hostPort.indexOf(']') < colon && !hostPort.substring(colon + 1).matches("[0-9]{1,5}")) {
+      throw new IllegalArgumentException(what + " has a bad port: '" + mask(value) + "'");
+    }
+    RedisURI uri;
+    try {
+      uri = RedisURI.create(value);
+    } catch (RuntimeException e) {
+      // no cause: Lettuce's message may quote the URI, password and all
+      throw new IllegalArgumentException(what + " is not a valid Redis URI: '" + mask(value) + "'");
+    }
+    if (uri.getHost() == null || uri.getHost().isEmpty()) {
+      throw new IllegalArgumentException(what + " has no host: '" + mask(value) + "'");
+    }
+    if (uri.getPort() < 1 || uri.getPort() > 65535) {
+      throw new IllegalArgumentException(what + " has a bad port: '" + mask(value) + "'");
+    }
+    return uri;
+  }
+
+  private static RedisURI hostPort(String node) {
+    int colon = node.lastIndexOf(':');
+    if (colon <= 0 || colon == node.length() - 1 || node.contains("@")) {
+      throw new IllegalArgumentException(
+          "clusterNodes entries must be host:port or redis://..., was '" + mask(node) + "'");
+    }
+    int port;
+    try {
+      port = Integer.parseInt(node.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      port = -1;
+    }
+    if (port < 1 || port > 65535) {
+      throw new IllegalArgumentException("clusterNodes entry has a bad port: '" + node + "'");
+    }
+    return RedisURI.create(node.substring(0, colon), port);
+  }
+
+  /** A URI fit for a log or an error: whatever stands before the last '@' after the scheme is masked. */
+  public static String mask(String uri) {
+    int at = uri.lastIndexOf('@');
+    if (at < 0) {
+      return uri;
+    }
+    int start = uri.indexOf("://");
+    start = start < 0 ? 0 : start + 3;
+    return at < start ? uri : uri.substring(0, start) + "***" + uri.substring(at);
   }
 
   public boolean isCluster() {
-    return redisUri == null;
+    return cluster;
   }
 
-  public String redisUri() {
-    return redisUri;
-  }
-
-  public List<String> clusterNodes() {
-    return clusterNodes;
+  /**
+   * The standalone URI or the Cluster's seeds, as fresh copies (RedisURI is mutable). Their timeout,
+   * which bounds a connection's handshake (HELLO, AUTH), is the connect timeout; commands have
+   * their own ({@link #commandTimeout()}).
+   */
+  public List<RedisURI> uris() {
+    List<RedisURI> copies = new ArrayList<>(uris.size());
+    for (RedisURI u : uris) {
+      RedisURI copy = RedisURI.builder(u).build();
+      copy.setTimeout(connectTimeout);
+      copies.add(copy);
+    }
+    return copies;
   }
 
   public Duration commandTimeout() {
     return commandTimeout;
   }
 
+  public Duration connectTimeout() {
+    return connectTimeout;
+  }
+
   public Duration reconnectDelayMax() {
     return reconnectDelayMax;
+  }
+
+  public Duration topologyRefreshPeriod() {
+    return topologyRefreshPeriod;
   }
 
   public int requestQueueSize() {
     return requestQueueSize;
   }
 
+  /** The addresses without credentials. */
+  @Override
+  public String toString() {
+    List<String> where = new ArrayList<>();
+    for (RedisURI u : uris) {
+      where.add((u.isSsl() ? "rediss://" : "redis://") + u.getHost() + ":" + u.getPort());
+    }
+    return (cluster ? "cluster " : "") + String.join(",", where);
+  }
+
   public static final class Builder {
-    private final String redisUri;
-    private final List<String> clusterNodes;
+    private final List<RedisURI> uris;
+    private final boolean cluster;
     private Duration commandTimeout = Duration.ofSeconds(1);
+    private Duration connectTimeout = Duration.ofSeconds(2);
     private Duration reconnectDelayMax = Duration.ofMillis(500);
+    private Duration topologyRefreshPeriod = Duration.ofSeconds(10);
     private int requestQueueSize = 4096;
 
-    private Builder(String redisUri, List<String> clusterNodes) {
-      this.redisUri = redisUri;
-      this.clusterNodes = clusterNodes;
+    private Builder(List<RedisURI> uris, boolean cluster) {
+      this.uris = uris;
+      this.cluster = cluster;
     }
 
     /** Lettuce's own timeout, which clears commands a paused Redis never answers. */
@@ -96,11 +198,33 @@ public final class RedisConnectionOptions {
       return this;
     }
 
+    /** How long one attempt to open a connection may take (default 2 s, at most 30 s). */
+    public Builder connectTimeout(Duration timeout) {
+      if (timeout == null || timeout.isNegative() || timeout.isZero() || timeout.compareTo(Duration.ofSeconds(30)) > 0) {
+        throw new IllegalArgumentException("connectTimeout must be in (0, 30s], was " + timeout);
+      }
+      this.connectTimeout = timeout;
+      return this;
+    }
+
     public Builder reconnectDelayMax(Duration delay) {
       if (delay == null || delay.isNegative() || delay.isZero() || delay.compareTo(Duration.ofSeconds(1)) >= 0) {
         throw new IllegalArgumentException("reconnectDelayMax must be in (0, 1s), was " + delay);
       }
       this.reconnectDelayMax = delay;
+      return this;
+    }
+
+    /**
+     * Cluster only: how often the topology is re-read whatever happens (default 10 s, in [1 s, 10 min]);
+     * it is also re-read at once on MOVED/ASK redirects, unknown nodes, uncovered slots and repeated
+     * reconnects (adaptive refresh, at most every 500 ms).
+     */
+    public Builder topologyRefreshPeriod(Duration period) {
+      if (period == null || period.compareTo(Duration.ofSeconds(1)) < 0 || period.compareTo(Duration.ofMinutes(10)) > 0) {
+        throw new IllegalArgumentException("topologyRefreshPeriod must be in [1s, 10min], was " + period);
+      }
+      this.topologyRefreshPeriod = period;
       return this;
     }
 

@@ -1,6 +1,7 @@
 package io.retrybudget.budget.redis;
 
 import io.lettuce.core.resource.EventLoopGroupProvider;
+import io.lettuce.core.resource.Transports;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutorGroup;
 import io.netty.util.concurrent.Future;
@@ -10,7 +11,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Hands Lettuce an event loop group that someone else owns (a Vert.x event loop), so its channels
  * live on that thread: a command written from it goes out without a thread hop and its reply is
- * read there. Lettuce never shuts the group down; its owner does.
+ * read there. Lettuce never shuts the group down; its owner does. A group of another type than the
+ * one Lettuce asks for (its transport's) is refused with an {@link IllegalArgumentException}.
  */
 final class SharedEventLoopGroupProvider implements EventLoopGroupProvider {
   private final EventLoopGroup group;
@@ -18,6 +20,8 @@ final class SharedEventLoopGroupProvider implements EventLoopGroupProvider {
 
   SharedEventLoopGroupProvider(EventLoopGroup group) {
     this.group = group;
+    // fail at once, at connect, rather than on the first channel Lettuce cannot register
+    requireServes(Transports.eventLoopGroupClass());
     int n = 0;
     for (var ignored : group) {
       n++;
@@ -25,10 +29,18 @@ final class SharedEventLoopGroupProvider implements EventLoopGroupProvider {
     this.threads = Math.max(1, n);
   }
 
+  private void requireServes(Class<?> type) {
+    if (!type.isInstance(group)) {
+      throw new IllegalArgumentException("Lettuce needs an event loop group of type " + type.getName()
+          + " for its " + Transports.socketChannelClass().getSimpleName() + " channels; the shared group is a "
+          + group.getClass().getName() + " and cannot serve it");
+    }
+  }
+
   @Override
   @SuppressWarnings("unchecked")
   public <T extends EventLoopGroup> T allocate(Class<T> type) {
-    // the transport (NIO, epoll) is the owner's choice: Lettuce only registers channels with it
+    requireServes(type);
     return (T) group;
   }
 

@@ -2,6 +2,7 @@ package io.retrybudget.budget.redis;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +10,7 @@ import io.retrybudget.budget.internal.BudgetArithmetic;
 import io.retrybudget.testing.RedisBinary;
 import io.retrybudget.testing.RedisExtension;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +48,7 @@ class LuaScriptTest {
   private BudgetReply budget(String name, String client, long requests, long denied, int need, int want,
       long ratioPpm, int window, int floor, String mode) throws Exception {
     BudgetKeys k = new BudgetKeys(name);
-    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients()},
+    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index()},
         client, Integer.toString(++nextSeq), Long.toString(requests), Long.toString(denied),
         Integer.toString(need), Integer.toString(want), Long.toString(ratioPpm), Integer.toString(window),
         Integer.toString(floor), mode).get(5, TimeUnit.SECONDS);
@@ -145,7 +147,7 @@ class LuaScriptTest {
   @Test
   void aCallSeenBeforeIsNotAppliedTwice() throws Exception {
     BudgetKeys k = new BudgetKeys("dedupe");
-    String[] keys = {k.config(), k.window(), k.clients()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
     String[] args = {"client-x", "7", "40", "2", "0", "0", "100000", "100", "0", "enforce"};
     BudgetReply once = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
     BudgetReply again = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
@@ -237,7 +239,7 @@ class LuaScriptTest {
   void changingTheWindowStartsTheCountsAfresh() throws Exception {
     count("rewindow", 100);
     BudgetKeys k = new BudgetKeys("rewindow");
-    store.run(LuaScript.CONFIGURE, new String[] {k.config()}, "", "20", "", "", "100000", "10", "10", "enforce")
+    store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()}, "", "20", "", "", "100000", "10", "10", "enforce")
         .get(5, TimeUnit.SECONDS);
     BudgetReply r = count("rewindow", 1);
     assertEquals(20, r.windowSeconds());
@@ -247,17 +249,17 @@ class LuaScriptTest {
   @Test
   void rejectsBadArgumentsNamingThem() {
     BudgetKeys k = new BudgetKeys("bad");
-    String[] keys = {k.config(), k.window(), k.clients()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
     ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
         "c", "1", "-5", "0", "0", "0", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid requests"), e.getCause().getMessage());
     e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
         "c", "1", "0", "0", "2", "1", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid want"), e.getCause().getMessage());
-    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "0", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid ratio_ppm"), e.getCause().getMessage());
-    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "", "", "", "loud", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid mode"), e.getCause().getMessage());
     assertEquals(0L, redis.server().call("EXISTS", k.config()), "nothing half-written");
@@ -266,10 +268,10 @@ class LuaScriptTest {
   @Test
   void configureKeepsFieldsLeftOut() throws Exception {
     BudgetKeys k = new BudgetKeys("conf");
-    List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "250000", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
     assertEquals(List.of(250000L, 10L, 10L, "enforce"), first);
-    List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config()},
+    List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "", "30", "0", "shadow", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
     assertEquals(List.of(250000L, 30L, 0L, "shadow"), second);
   }
@@ -309,5 +311,120 @@ class LuaScriptTest {
     }
     assertEquals(null, BudgetKeys.budgetOf("other:{x}:y"));
     assertFalse(BudgetKeys.budgetOf("rb:v2:{bad name}:cfg") != null);
+  }
+
+  // ---- bad state in Redis: refused before any write, naming key and field ----
+
+  static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> brokenStates() {
+    BudgetKeys k = new BudgetKeys("broken");
+    return java.util.stream.Stream.of(
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "ratio_ppm", "nan"), k.config(), "ratio_ppm"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "ratio_ppm", "inf"), k.config(), "ratio_ppm"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "ratio_ppm", "0.5"), k.config(), "ratio_ppm"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "min_rps", "inf"), k.config(), "min_rps"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "min_rps", "-inf"), k.config(), "min_rps"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "window_s", "1e300"), k.config(), "window_s"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "window_s", "7200"), k.config(), "window_s"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "mode", "loud"), k.config(), "mode"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.config(), "hello"), k.config(), "type"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.window(), "a", "b"), k.window(), "type"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.clients(), "x"), k.clients(), "type"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.clients(), "c1", "garbage"), k.clients(), "c1"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.index(), "x"), k.index(), "type"));
+  }
+
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.MethodSource("brokenStates")
+  void badStoredStateIsRefusedBeforeAnyWriteNamingKeyAndField(List<String> setup, String key, String field)
+      throws Exception {
+    redis.server().call(setup.toArray(new String[0]));
+    BudgetKeys k = new BudgetKeys("broken");
+    Object before = snapshot(k);
+    BudgetScripts scripts = new BudgetScripts(store);
+    ExecutionException e = assertThrows(ExecutionException.class, () -> scripts.budget(new BudgetCall("broken", 5, 0, 1, 1,
+        io.retrybudget.budget.BudgetConfig.builder("broken").build()), new ClientSequence("c1")).get(5, TimeUnit.SECONDS));
+    BrokenBudgetException b = assertInstanceOf(BrokenBudgetException.class, e.getCause());
+    assertEquals("broken", b.budget());
+    assertEquals(key, b.key());
+    assertEquals(field, b.field());
+    assertTrue(b.getMessage().contains(key) && b.getMessage().contains(field), b.getMessage());
+    assertEquals(before, snapshot(k), "nothing written");
+    if (!key.equals(k.clients()) && !key.equals(k.index())) {
+      // status reads the configuration and window only
+      ExecutionException s = assertThrows(ExecutionException.class,
+          () -> scripts.status("broken", io.retrybudget.budget.BudgetConfig.builder("broken").build()).get(5, TimeUnit.SECONDS));
+      assertEquals(field, assertInstanceOf(BrokenBudgetException.class, s.getCause()).field());
+    }
+    // delete always works, whatever the keys hold
+    assertTrue(scripts.delete("broken").get(5, TimeUnit.SECONDS) || key.equals(k.index()));
+    assertEquals(0L, redis.server().call("EXISTS", k.config(), k.window(), k.clients()));
+  }
+
+  /** Every key of the budget with its type, TTL and contents. */
+  private static Object snapshot(BudgetKeys k) {
+    List<Object> out = new java.util.ArrayList<>();
+    for (String key : List.of(k.config(), k.window(), k.clients(), k.index())) {
+      Object type = redis.server().call("TYPE", key);
+      out.add(List.of(key, type, redis.server().call("PTTL", key), String.valueOf(switch (String.valueOf(type)) {
+        case "hash" -> redis.server().call("HGETALL", key);
+        case "string" -> redis.server().call("GET", key);
+        case "zset" -> redis.server().call("ZRANGE", key, "0", "-1", "WITHSCORES");
+        default -> "";
+      })));
+    }
+    return out;
+  }
+
+  @Test
+  void aSeedThatIsOutOfRangeIsRefusedAndNothingIsWritten() throws Exception {
+    BudgetKeys k = new BudgetKeys("badseed");
+    ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET,
+        new String[] {k.config(), k.window(), k.clients(), k.index()},
+        "c", "1", "0", "0", "0", "0", "100000", "1e300", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid seed window_s"), e.getCause().getMessage());
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing half-written");
+  }
+
+  @Test
+  void withoutASeedABudgetWithNoConfigurationIsMissingAndNothingIsCreated() throws Exception {
+    BudgetScripts scripts = new BudgetScripts(store);
+    BudgetReply r = scripts.budget(new BudgetCall("typo", 5, 0, 1, 1, null)).get(5, TimeUnit.SECONDS);
+    assertEquals(BudgetReply.MISSING, r.status());
+    assertFalse(r.applied());
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void aSeedIsMarkedAsSuchAndConfigureMarksItSet() throws Exception {
+    BudgetScripts scripts = new BudgetScripts(store);
+    io.retrybudget.budget.BudgetConfig d = io.retrybudget.budget.BudgetConfig.builder("d").build();
+    scripts.budget(new BudgetCall("marked", 1, 0, 0, 0, io.retrybudget.budget.BudgetConfig.builder("marked").ratio(0.3).build()))
+        .get(5, TimeUnit.SECONDS);
+    StatusReply seeded = scripts.status("marked", d).get(5, TimeUnit.SECONDS);
+    assertEquals(StatusReply.Source.SEED, seeded.source());
+    assertEquals(300_000, seeded.settings().ratioPpm());
+    scripts.configure("marked", new ConfigChange(null, 20, null, null), d).get(5, TimeUnit.SECONDS);
+    StatusReply set = scripts.status("marked", d).get(5, TimeUnit.SECONDS);
+    assertEquals(StatusReply.Source.SET, set.source());
+    assertEquals(new BudgetSettings(300_000, 20, 10, "enforce"), set.settings(), "fields left out kept");
+    assertEquals(StatusReply.Source.NONE, scripts.status("unknown", d).get(5, TimeUnit.SECONDS).source());
+  }
+
+  @Test
+  void theIndexListsBudgetsAndDeleteRemovesEveryKeyAndTheEntry() throws Exception {
+    BudgetScripts scripts = new BudgetScripts(store);
+    io.retrybudget.budget.BudgetConfig d = io.retrybudget.budget.BudgetConfig.builder("d").build();
+    for (int i = 0; i < 5; i++) {
+      redis.server().call("SET", "unrelated-" + i, "x");
+    }
+    budget("listed-a", "c1", 3, 0, 1, 1, 100_000, 10, 1, "enforce");
+    scripts.configure("listed-b", new ConfigChange(200_000L, null, null, null), d).get(5, TimeUnit.SECONDS);
+    CompletableFuture<Void> never = new CompletableFuture<>();
+    assertEquals(List.of("listed-a", "listed-b"), List.copyOf(scripts.listNames(never).get(5, TimeUnit.SECONDS)));
+    assertTrue(scripts.delete("listed-a").get(5, TimeUnit.SECONDS));
+    assertFalse(scripts.delete("listed-a").get(5, TimeUnit.SECONDS), "already gone");
+    BudgetKeys k = new BudgetKeys("listed-a");
+    assertEquals(0L, redis.server().call("EXISTS", k.config(), k.window(), k.clients()));
+    assertEquals(List.of("listed-b"), List.copyOf(scripts.listNames(never).get(5, TimeUnit.SECONDS)));
   }
 }

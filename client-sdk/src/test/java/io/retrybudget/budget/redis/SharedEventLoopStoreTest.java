@@ -26,7 +26,7 @@ class SharedEventLoopStoreTest {
       CompletableFuture<Boolean> onLoop = new CompletableFuture<>();
       try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build(), loop)) {
         // written from the loop itself, as a request handler would: no hop, and the reply comes back there
-        loop.execute(() -> store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients()},
+        loop.execute(() -> store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index()},
                 "", "1", "5", "0", "0", "0", "100000", "10", "10", "enforce")
             .whenComplete((reply, error) -> {
               if (error != null) {
@@ -44,6 +44,27 @@ class SharedEventLoopStoreTest {
       assertTrue(loop.submit(() -> true).get(5, TimeUnit.SECONDS), "the loop still runs tasks");
     } finally {
       loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+  }
+
+  @Test
+  void aGroupOfATypeLettuceCannotUseIsRefusedAtOnceNamingBoth() {
+    EventLoopGroup local = new io.netty.channel.DefaultEventLoopGroup(1);
+    EventLoopGroup nio = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    try {
+      long start = System.nanoTime();
+      IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> RedisBudgetStore.connect(redis.connectionOptions().build(), local));
+      assertTrue(e.getMessage().contains("DefaultEventLoopGroup") && e.getMessage().contains("MultiThreadIoEventLoopGroup"),
+          e.getMessage());
+      assertTrue(System.nanoTime() - start < java.util.concurrent.TimeUnit.SECONDS.toNanos(2), "at once");
+      SharedEventLoopGroupProvider provider = new SharedEventLoopGroupProvider(nio);
+      assertTrue(provider.allocate(MultiThreadIoEventLoopGroup.class) == nio);
+      org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+          () -> provider.allocate(io.netty.channel.DefaultEventLoopGroup.class));
+    } finally {
+      local.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
+      nio.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
     }
   }
 }

@@ -1,0 +1,250 @@
+package io.retrybudget.budget.redis;
+
+import static io.retrybudget.budget.redis.BudgetReply.asLong;
+
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.cluster.SlotHash;
+import io.retrybudget.budget.BudgetConfig;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SortedSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The one typed protocol of the scripts in lua/ (documented in lua/README.md): the only place where
+ * their keys and positional arguments are built and their replies parsed, used by the SDK's budgets
+ * and the coordinator alike.
+ *
+ * <ul>
+ *   <li>A script error naming bad state in Redis ({@code ERR broken key=... field=...}) fails the
+ *       future with {@link BrokenBudgetException}: Redis is up, that budget's keys are not usable.
+ *   <li>A budget call that Redis did not apply because the script cache was empty ({@code NOSCRIPT},
+ *       after a restart, failover or {@code SCRIPT FLUSH}) or that it judged stale is sent again once,
+ *       with the script's text and a fresh sequence number, so it is never refused against its own.
+ *   <li>A budget call that Lettuce refused unsent because the node's connection was down (being
+ *       re-established) is sent again with a fresh sequence number, up to 3 times (after 50, 100 and
+ *       200 ms).
+ * </ul>
+ */
+public final class BudgetScripts {
+  /** Lettuce's first reconnect attempt comes after 10 ms; a refused call is sent again after this. */
+  static final long RESEND_AFTER_DISCONNECT_MILLIS = 50;
+  /** At most this many re-sends of a refused call: after 50, 100, 200 ms. */
+  static final int RESENDS_AFTER_DISCONNECT = 3;
+  private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
+
+  private final RedisBudgetStore store;
+
+  public BudgetScripts(RedisBudgetStore store) {
+    this.store = store;
+  }
+
+  public RedisBudgetStore store() {
+    return store;
+  }
+
+  /** The keys of a budget on this store (standalone or Cluster). */
+  public BudgetKeys keys(String name) {
+    return new BudgetKeys(name, store.options().isCluster());
+  }
+
+  /**
+   * One budget.lua call of a client that numbers its calls (de-duplicated by the script): numbered and
+   * sent under {@code sequence}'s lock.
+   */
+  public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    return budget(call, keys(call.name()), sequence);
+  }
+
+  /** As {@link #budget(BudgetCall, ClientSequence)}, with the budget's keys made once by the caller ({@link #keys}). */
+  public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
+    if (!keys.name().equals(call.name())) {
+      throw new IllegalArgumentException("keys of " + keys.name() + " for a call of " + call.name());
+    }
+    CompletableFuture<BudgetReply> result = new CompletableFuture<>();
+    sendBudget(call, keys, sequence, false, 0, result);
+    return result;
+  }
+
+  /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
+  public CompletableFuture<BudgetReply> budget(BudgetCall call) {
+    CompletableFuture<BudgetReply> result = new CompletableFuture<>();
+    sendBudget(call, keys(call.name()), null, false, 0, result);
+    return result;
+  }
+
+  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, boolean resent, int refused,
+      CompletableFuture<BudgetReply> result) {
+    String[] keyNames = {k.config(), k.window(), k.clients(), k.index()};
+    CompletableFuture<List<Object>> raw;
+    if (sequence == null) {
+      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1), resent);
+    } else {
+      synchronized (sequence) {
+        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), sequence.next()), resent);
+      }
+    }
+    raw.whenComplete((list, error) -> {
+      if (error == null) {
+        BudgetReply reply;
+        try {
+          reply = BudgetReply.parse(list);
+        } catch (RuntimeException e) {
+          result.completeExceptionally(e);
+          return;
+        }
+        if (!resent && sequence != null && BudgetReply.STALE.equals(reply.status())) {
+          // not applied: a call overtaken on its way (a redirect); its counts go again, once
+          sendBudget(call, k, sequence, true, refused, result);
+        } else {
+          result.complete(reply);
+        }
+        return;
+      }
+      Throwable cause = unwrap(error);
+      if (!resent && cause instanceof RedisNoScriptException) {
+        // not applied: the script cache was empty. Again, with the text (caching it) and a new number
+        sendBudget(call, k, sequence, true, refused, result);
+      } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
+        // refused before it was written (the node's connection is being re-established, as when a
+        // master turns replica in a failover and drops its clients): again once the reconnect had time
+        CompletableFuture.delayedExecutor(RESEND_AFTER_DISCONNECT_MILLIS << refused, TimeUnit.MILLISECONDS)
+            .execute(() -> sendBudget(call, k, sequence, resent, refused + 1, result));
+      } else {
+        result.completeExceptionally(translate(call.name(), cause));
+      }
+    });
+  }
+
+  /** Lettuce's refusal of a command while its connection is down (REJECT_COMMANDS): never written. */
+  static boolean notSent(Throwable cause) {
+    return cause instanceof RedisException && cause.getMessage() != null
+        && cause.getMessage().startsWith("Currently not connected");
+  }
+
+  private CompletableFuture<List<Object>> send(LuaScript script, String[] keyNames, String[] args, boolean text) {
+    return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
+  }
+
+  private static String[] budgetArgs(BudgetCall call, String clientId, long seq) {
+    BudgetConfig seed = call.seed();
+    return new String[] {
+        clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
+        Long.toString(call.need()), Long.toString(call.want()),
+        seed == null ? "" : Long.toString(seed.ratioPpm()),
+        seed == null ? "" : Integer.toString(seed.windowSeconds()),
+        seed == null ? "" : Integer.toString(seed.minRetriesPerSecond()),
+        seed == null ? "" : seed.mode().wireName()};
+  }
+
+  /** status.lua: read only; {@code defaults} stand where no configuration is stored. */
+  public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults) {
+    BudgetKeys k = keys(name);
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, settingsArgs(defaults))
+        .handle((r, error) -> {
+          if (error != null) {
+            throw new CompletionException(translate(name, unwrap(error)));
+          }
+          if (r == null || r.size() != 12) {
+            throw new IllegalStateException("unexpected status.lua reply: " + r);
+          }
+          String src = String.valueOf(r.get(11));
+          StatusReply.Source source = switch (src) {
+            case "set" -> StatusReply.Source.SET;
+            case "seed" -> StatusReply.Source.SEED;
+            default -> StatusReply.Source.NONE;
+          };
+          return new StatusReply(name, (int) asLong(r.get(0)), asLong(r.get(1)), asLong(r.get(2)), asLong(r.get(3)),
+              asLong(r.get(4)), asLong(r.get(5)),
+              new BudgetSettings(asLong(r.get(6)), (int) asLong(r.get(7)), (int) asLong(r.get(8)), String.valueOf(r.get(9))),
+              Double.parseDouble(String.valueOf(r.get(10))), source);
+        });
+  }
+
+  /** configure.lua: sets the fields given (marking the configuration as set), the rest kept or defaulted. */
+  public CompletableFuture<BudgetSettings> configure(String name, ConfigChange change, BudgetConfig defaults) {
+    BudgetKeys k = keys(name);
+    String[] d = settingsArgs(defaults);
+    String[] args = {
+        change.ratioPpm() == null ? "" : Long.toString(change.ratioPpm()),
+        change.windowSeconds() == null ? "" : Integer.toString(change.windowSeconds()),
+        change.minRetriesPerSecond() == null ? "" : Integer.toString(change.minRetriesPerSecond()),
+        change.mode() == null ? "" : change.mode(),
+        d[0], d[1], d[2], d[3]};
+    return store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()}, args).handle((r, error) -> {
+      if (error != null) {
+        throw new CompletionException(translate(name, unwrap(error)));
+      }
+      if (r == null || r.size() != 4) {
+        throw new IllegalStateException("unexpected configure.lua reply: " + r);
+      }
+      return new BudgetSettings(asLong(r.get(0)), (int) asLong(r.get(1)), (int) asLong(r.get(2)), String.valueOf(r.get(3)));
+    });
+  }
+
+  /** delete.lua: removes every key of the budget and its index entry; true when there was one. */
+  public CompletableFuture<Boolean> delete(String name) {
+    BudgetKeys k = keys(name);
+    return store.runInteger(LuaScript.DELETE, new String[] {k.config(), k.window(), k.clients(), k.index()})
+        .thenApply(n -> n != null && n > 0);
+  }
+
+  /**
+   * The names of the budgets in the index (every slot's index on a Cluster), sorted. Costs one read
+   * per index key (one on a standalone Redis, 16384 on a Cluster) whatever else Redis holds. Names
+   * whose configuration expired may still be listed until a script prunes them: callers check status.
+   * The reads stop when {@code giveUp} completes (the caller's deadline).
+   */
+  public CompletableFuture<SortedSet<String>> listNames(CompletableFuture<?> giveUp) {
+    List<String> indexKeys;
+    if (store.options().isCluster()) {
+      indexKeys = new ArrayList<>(SlotHash.SLOT_COUNT);
+      for (int slot = 0; slot < SlotHash.SLOT_COUNT; slot++) {
+        indexKeys.add(BudgetKeys.clusterIndex(slot));
+      }
+    } else {
+      indexKeys = List.of(BudgetKeys.STANDALONE_INDEX);
+    }
+    // scores are Redis times of expiry; a minute of client clock skew is nothing against 7 days
+    return store.sortedSetMembers(indexKeys, System.currentTimeMillis() - 60_000, giveUp)
+        .handle((names, error) -> {
+          if (error != null) {
+            throw new CompletionException(translateIndex(unwrap(error)));
+          }
+          return names;
+        });
+  }
+
+  private static Throwable translateIndex(Throwable error) {
+    if (error instanceof RedisCommandExecutionException && String.valueOf(error.getMessage()).startsWith("WRONGTYPE")) {
+      return new BrokenBudgetException("(index)", "rb:v2:index", "type", "is not a sorted set");
+    }
+    return error;
+  }
+
+  private static String[] settingsArgs(BudgetConfig c) {
+    return new String[] {Long.toString(c.ratioPpm()), Integer.toString(c.windowSeconds()),
+        Integer.toString(c.minRetriesPerSecond()), c.mode().wireName()};
+  }
+
+  /** A script's "broken state" error as a {@link BrokenBudgetException}; anything else as it is. */
+  static Throwable translate(String budget, Throwable error) {
+    if (error instanceof RedisCommandExecutionException && error.getMessage() != null) {
+      Matcher m = BROKEN.matcher(error.getMessage());
+      if (m.find()) {
+        return new BrokenBudgetException(budget, m.group(1), m.group(2), m.group(3));
+      }
+    }
+    return error;
+  }
+
+  static Throwable unwrap(Throwable error) {
+    return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+  }
+}

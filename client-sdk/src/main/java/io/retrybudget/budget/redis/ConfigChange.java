@@ -1,0 +1,4 @@
+package io.retrybudget.budget.redis;
+
+/** A change of configuration for configure.lua; a null field keeps the stored value. */
+public record ConfigChange(Long ratioPpm, Integer windowSeconds, Integer minRetriesPerSecond, String mode) {}

@@ -1,0 +1,39 @@
+package io.retrybudget.budget.redis;
+
+/**
+ * The reply of status.lua: a budget's configuration (the defaults where none is stored) and window.
+ *
+ * @param keysPresent how many of the configuration and window keys exist (0, 1 or 2)
+ * @param source who wrote the stored configuration
+ * @param retryRatio retries / first attempts in the window (six decimals in Redis)
+ */
+public record StatusReply(
+    String name,
+    int keysPresent,
+    long requests,
+    long retries,
+    long denied,
+    long allowance,
+    long activeClients,
+    BudgetSettings settings,
+    double retryRatio,
+    Source source) {
+
+  /** Who wrote a stored configuration. */
+  public enum Source {
+    /** Nothing stored: the defaults. */
+    NONE,
+    /** Seeded by a budget call (an SDK client's builder values, or the coordinator's defaults). */
+    SEED,
+    /** Set by configure.lua (the coordinator's PUT or budgets file). */
+    SET
+  }
+
+  public boolean exists() {
+    return keysPresent > 0;
+  }
+
+  public long remaining() {
+    return Math.max(0, allowance - retries);
+  }
+}
