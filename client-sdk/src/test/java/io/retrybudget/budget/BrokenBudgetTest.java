@@ -72,14 +72,14 @@ class BrokenBudgetTest {
       RetryBudget broken = client.budget(BudgetConfig.builder("nan-budget").build());
       RetryBudget fine = client.budget(BudgetConfig.builder("fine").build());
       Eventually.await("the broken budget falls back", Duration.ofSeconds(3), () -> {
-        broken.tryAcquire();
+        broken.acquireBlocking();
         return broken.isDegraded();
       });
       for (int i = 0; i < 50; i++) {
-        BudgetDecision d = broken.tryAcquire();
+        BudgetDecision d = broken.acquireBlocking();
         assertTrue(d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK || d.reason() == BudgetDecision.Reason.DENIED_FALLBACK, d.toString());
       }
-      assertEquals(BudgetDecision.GRANTED, fine.tryAcquire(), "another budget still decides in Redis");
+      assertEquals(BudgetDecision.GRANTED, fine.acquireBlocking(), "another budget still decides in Redis");
       assertEquals(1, count(Level.WARNING, "budget nan-budget degraded"), records.toString());
       assertEquals(1, count(Level.WARNING, "ratio_ppm"), "the cause names the field");
 
@@ -88,7 +88,7 @@ class BrokenBudgetTest {
             BudgetConfig.builder("d").build()).get(5, TimeUnit.SECONDS);
       }
       Eventually.await("recovered once fixed", Duration.ofSeconds(3), () -> !broken.isDegraded());
-      assertEquals(BudgetDecision.GRANTED, broken.tryAcquire());
+      assertEquals(BudgetDecision.GRANTED, broken.acquireBlocking());
       assertEquals(1, count(Level.INFO, "budget nan-budget recovered"), records.toString());
       assertEquals(1, count(Level.WARNING, "degraded"), "still one warning");
     }
@@ -103,7 +103,7 @@ class BrokenBudgetTest {
       RetryBudget b = client.budget(BudgetConfig.builder("nobody-home").build());
       // the client retries every 500 ms; watch several attempts
       Eventually.await("several connect attempts", Duration.ofSeconds(10), () -> {
-        b.tryAcquire();
+        b.acquireBlocking();
         return client.connectAttempts() >= 4;
       });
       assertEquals(1, count(Level.WARNING, "not reachable"), records.toString());

@@ -71,7 +71,7 @@ class BudgetFaultTest {
     // the scripts are back in the empty script cache: decisions come from Redis again (a single call
     // may still miss its 20 ms on a loaded machine, so ask until one answers from Redis)
     Eventually.await("a decision from Redis", Duration.ofSeconds(2), () -> {
-      BudgetDecision.Reason r = budget.tryAcquire().reason();
+      BudgetDecision.Reason r = budget.acquireBlocking().reason();
       return r == BudgetDecision.Reason.GRANTED || r == BudgetDecision.Reason.DENIED_EXHAUSTED;
     });
   }
@@ -112,14 +112,14 @@ class BudgetFaultTest {
         .callTimeout(CALL_TIMEOUT).build()) {
       RetryBudget b = late.budget(BudgetConfig.builder("late").build());
       assertTrue(b.isDegraded());
-      assertEquals(BudgetDecision.DENIED_FALLBACK, b.tryAcquire(), "no fleet size known yet: no floor share");
+      assertEquals(BudgetDecision.DENIED_FALLBACK, b.acquireBlocking(), "no fleet size known yet: no floor share");
       for (int i = 0; i < 20; i++) {
         b.recordFirstAttempt();
       }
-      assertEquals(BudgetDecision.GRANTED_FALLBACK, b.tryAcquire(), "10% of its own 20 first attempts");
+      assertEquals(BudgetDecision.GRANTED_FALLBACK, b.acquireBlocking(), "10% of its own 20 first attempts");
       server.restart();
       Eventually.await("connected", Duration.ofSeconds(3), () -> !late.isDegraded() && !b.isDegraded()
-          && b.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+          && b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
     }
   }
 
@@ -137,7 +137,7 @@ class BudgetFaultTest {
       millis.addAndGet(60_000); // a minute later, no new traffic
       int granted = 0;
       for (int i = 0; i < 1000; i++) {
-        if (b.tryAcquire().granted()) {
+        if (b.acquireBlocking().granted()) {
           granted++;
         }
       }
@@ -151,7 +151,7 @@ class BudgetFaultTest {
     shadow.acquire().toCompletableFuture().get(); // learns the mode from Redis
     redis.server().kill();
     for (int i = 0; i < 5; i++) {
-      assertEquals(BudgetDecision.GRANTED_SHADOW, shadow.tryAcquire());
+      assertEquals(BudgetDecision.GRANTED_SHADOW, shadow.acquireBlocking());
     }
   }
 
@@ -164,16 +164,16 @@ class BudgetFaultTest {
             .callTimeout(CALL_TIMEOUT).fallbackPolicy(FallbackPolicy.ALLOW).build();
         RedisBudgetClient noFloor = RedisBudgetClient.builder(redis.connectionOptions().build())
             .callTimeout(CALL_TIMEOUT).fallbackSharesFloor(false).build()) {
-      assertEquals(BudgetDecision.DENIED_FALLBACK, deny.budget(BudgetConfig.builder("p").build()).tryAcquire());
-      assertEquals(BudgetDecision.GRANTED_FALLBACK, allow.budget(BudgetConfig.builder("p").build()).tryAcquire());
+      assertEquals(BudgetDecision.DENIED_FALLBACK, deny.budget(BudgetConfig.builder("p").build()).acquireBlocking());
+      assertEquals(BudgetDecision.GRANTED_FALLBACK, allow.budget(BudgetConfig.builder("p").build()).acquireBlocking());
       RetryBudget local = noFloor.budget(BudgetConfig.builder("p").ratio(0.5).build());
-      assertEquals(BudgetDecision.DENIED_FALLBACK, local.tryAcquire(), "no requests, no floor: nothing");
+      assertEquals(BudgetDecision.DENIED_FALLBACK, local.acquireBlocking(), "no requests, no floor: nothing");
       for (int i = 0; i < 10; i++) {
         local.recordFirstAttempt();
       }
       int granted = 0;
       for (int i = 0; i < 10; i++) {
-        if (local.tryAcquire().granted()) {
+        if (local.acquireBlocking().granted()) {
           granted++;
         }
       }
@@ -198,12 +198,12 @@ class BudgetFaultTest {
     last.acquire().toCompletableFuture().get();
     redis.server().kill();
     Eventually.await("degraded", Duration.ofSeconds(2), () -> {
-      last.tryAcquire();
+      last.acquireBlocking();
       return last.isDegraded();
     });
     int granted = 0;
     for (int i = 0; i < 100; i++) {
-      if (last.tryAcquire().granted()) {
+      if (last.acquireBlocking().granted()) {
         granted++;
       }
     }
@@ -214,18 +214,18 @@ class BudgetFaultTest {
   @Test
   void aPermitRedisGrantsAfterTheClientGaveUpServesItsNextRetry() {
     Eventually.await("healthy", Duration.ofSeconds(2), () -> !budget.isDegraded() && redisRetries() == 0
-        && budget.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+        && budget.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
     long grantedBefore = redisRetries();
     redis.server().pause();
     try {
-      BudgetDecision gaveUp = budget.tryAcquire();
+      BudgetDecision gaveUp = budget.acquireBlocking();
       assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, gaveUp.reason(), "in doubt after one timeout: refused");
     } finally {
       redis.server().resume();
     }
     Eventually.await("the late grant is applied in Redis", Duration.ofSeconds(2), () -> redisRetries() == grantedBefore + 1);
     long scriptCalls = redis.commandCalls("evalsha");
-    assertEquals(BudgetDecision.GRANTED, budget.tryAcquire(), "the late permit is used");
+    assertEquals(BudgetDecision.GRANTED, budget.acquireBlocking(), "the late permit is used");
     assertEquals(scriptCalls, redis.commandCalls("evalsha"), "without asking Redis");
   }
 
@@ -239,14 +239,14 @@ class BudgetFaultTest {
         () -> exhaust(spent));
     redis.server().kill();
     for (int i = 0; i < 5; i++) {
-      assertTrue(!spent.tryAcquire().granted(), "no local grants on a fleet budget spent a moment ago");
+      assertTrue(!spent.acquireBlocking().granted(), "no local grants on a fleet budget spent a moment ago");
     }
   }
 
   /** Spends the budget's allowance; true once Redis answers "exhausted". */
   private static boolean exhaust(RetryBudget b) {
     for (int i = 0; i < 200; i++) {
-      if (b.tryAcquire().reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
+      if (b.acquireBlocking().reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
         return true;
       }
     }
@@ -296,7 +296,7 @@ class BudgetFaultTest {
             long start = System.nanoTime();
             // time the thread spent off-CPU between loops (GC, scheduling) shows how noisy the box is
             maxPauseNanos.accumulateAndGet(start - lastLoop, Math::max);
-            BudgetDecision d = budget.tryAcquire();
+            BudgetDecision d = budget.acquireBlocking();
             long took = System.nanoTime() - start;
             lastLoop = System.nanoTime();
             calls.incrementAndGet();

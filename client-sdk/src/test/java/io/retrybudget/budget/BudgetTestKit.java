@@ -102,10 +102,10 @@ abstract class BudgetTestKit {
   @Test
   void anExhaustedBudgetFailsFastWithoutAskingRedisAgain() throws Exception {
     RetryBudget budget = client.budget(BudgetConfig.builder("kit-cache").minRetriesPerSecond(0).build());
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, budget.tryAcquire());
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, budget.acquireBlocking());
     long before = redis().commandCalls("evalsha");
     for (int i = 0; i < 50; i++) {
-      BudgetDecision d = budget.tryAcquire();
+      BudgetDecision d = budget.acquireBlocking();
       if (d != BudgetDecision.DENIED_EXHAUSTED_CACHED) {
         // the 100 ms cache ran out on a slow machine: Redis may be asked once more
         assertEquals(BudgetDecision.DENIED_EXHAUSTED, d);
@@ -145,7 +145,7 @@ abstract class BudgetTestKit {
   @Test
   void scriptsAreReloadedAfterScriptFlush() throws Exception {
     RetryBudget budget = client.budget(BudgetConfig.builder("kit-noscript").build());
-    assertTrue(budget.tryAcquire().granted());
+    assertTrue(budget.acquireBlocking().granted());
     redis().flushScripts();
     assertEquals(BudgetDecision.GRANTED, budget.acquire().toCompletableFuture().get(5, TimeUnit.SECONDS));
     assertFalse(budget.isDegraded());

@@ -46,7 +46,7 @@ class ClusterFailoverTest {
       Eventually.await("connected with a node down", Duration.ofSeconds(5), () -> !client.isDegraded());
       for (int i = 0; i < 20; i++) {
         RetryBudget b = client.budget(BudgetConfig.builder("replica-down-" + i).build());
-        assertEquals(BudgetDecision.GRANTED, b.tryAcquire(), "budget " + i + " served by Redis");
+        assertEquals(BudgetDecision.GRANTED, b.acquireBlocking(), "budget " + i + " served by Redis");
       }
     }
   }
@@ -74,7 +74,7 @@ class ClusterFailoverTest {
         Thread t = new Thread(() -> {
           while (running.get()) {
             b.recordFirstAttempt();
-            BudgetDecision d = b.tryAcquire();
+            BudgetDecision d = b.acquireBlocking();
             if (d.reason() == BudgetDecision.Reason.GRANTED || d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
               long now = System.nanoTime();
               lastFromRedis.set(now);
@@ -110,7 +110,7 @@ class ClusterFailoverTest {
         try (RedisBudgetClient late = RedisBudgetClient.builder(redis.connectionOptions().build())
             .callTimeout(Duration.ofMillis(500)).build()) {
           RetryBudget b = late.budget(config);
-          Eventually.await("a new client serves", Duration.ofSeconds(3), () -> b.tryAcquire().reason() == BudgetDecision.Reason.GRANTED);
+          Eventually.await("a new client serves", Duration.ofSeconds(3), () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
         }
         // listing reads every slot's index from the masters that are up
         try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {

@@ -18,12 +18,12 @@ class LocalRetryBudgetTest {
     }
     int granted = 0;
     for (int i = 0; i < 100; i++) {
-      if (b.tryAcquire().granted()) {
+      if (b.acquireBlocking().granted()) {
         granted++;
       }
     }
     assertEquals(20 + 10, granted);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.tryAcquire());
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
     long[] counts = b.windowCounts();
     assertEquals(100, counts[0]);
     assertEquals(30, counts[1]);
@@ -35,20 +35,20 @@ class LocalRetryBudgetTest {
     LocalRetryBudget b = new LocalRetryBudget(
         BudgetConfig.builder("l").minRetriesPerSecond(1).windowSeconds(10).build(), now::get);
     for (int i = 0; i < 10; i++) {
-      assertTrue(b.tryAcquire().granted());
+      assertTrue(b.acquireBlocking().granted());
     }
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.tryAcquire());
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
     now.addAndGet(9_999);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.tryAcquire(), "the grants are not yet a window old");
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "the grants are not yet a window old");
     now.addAndGet(1);
-    assertTrue(b.tryAcquire().granted());
+    assertTrue(b.acquireBlocking().granted());
   }
 
   @Test
   void shadowModeNeverDenies() {
     LocalRetryBudget b = new LocalRetryBudget(
         BudgetConfig.builder("l").minRetriesPerSecond(0).mode(BudgetMode.SHADOW).build(), now::get);
-    assertEquals(BudgetDecision.GRANTED_SHADOW, b.tryAcquire());
+    assertEquals(BudgetDecision.GRANTED_SHADOW, b.acquireBlocking());
     assertEquals(1, b.windowCounts()[2]);
   }
 }

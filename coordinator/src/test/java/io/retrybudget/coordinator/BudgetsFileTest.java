@@ -73,7 +73,7 @@ class BudgetsFileTest {
       Thread traffic = new Thread(() -> {
         while (running.get()) {
           budget.recordFirstAttempt();
-          budget.tryAcquire();
+          budget.acquireBlocking();
         }
       });
       traffic.setDaemon(true);

@@ -55,7 +55,7 @@ final class SteadyState {
         }
       }
       line("");
-      line("Permit decision latency: tryAcquire(), one thread, one call at a time, " + String.format("%,d", o.latencyCalls)
+      line("Permit decision latency: acquireBlocking(), one thread, one call at a time, " + String.format("%,d", o.latencyCalls)
           + " timed calls after " + String.format("%,d", o.latencyCalls / 4) + " warm-up calls,");
       line("on a budget with plenty of allowance (ratio 1.0, floor 1,000,000/s), so every answer is a Redis round trip");
       line("unless the budget is degraded (then it answers from its LOCAL fallback without I/O: reported apart).");
@@ -94,13 +94,13 @@ final class SteadyState {
     try (RetryBudget budget = client.budget(plenty)) {
       budget.recordFirstAttempt();
       long t0 = System.nanoTime();
-      BudgetDecision firstDecision = budget.tryAcquire();
-      line(String.format("  the very first tryAcquire() of this budget: %.1f ms, %s%s", (System.nanoTime() - t0) / 1e6,
+      BudgetDecision firstDecision = budget.acquireBlocking();
+      line(String.format("  the very first acquireBlocking() of this budget: %.1f ms, %s%s", (System.nanoTime() - t0) / 1e6,
           firstDecision.reason(), budget.isDegraded() ? " (budget now degraded)" : ""));
       // warm up until the JIT has settled and the budget answers from Redis
       for (int i = 0; i < n / 4; i++) {
         budget.recordFirstAttempt();
-        budget.tryAcquire();
+        budget.acquireBlocking();
       }
       long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
       while (budget.isDegraded() && System.nanoTime() < until) {
@@ -109,7 +109,7 @@ final class SteadyState {
       Map<BudgetDecision.Reason, Long> reasons = new EnumMap<>(BudgetDecision.Reason.class);
       long[][] split = new long[2][];
       long[] nanos = time(budget, n, reasons, split);
-      line(percentiles("RedisRetryBudget.tryAcquire(), all calls", nanos) + "  decisions: " + reasons);
+      line(percentiles("RedisRetryBudget.acquireBlocking(), all calls", nanos) + "  decisions: " + reasons);
       if (split[0].length > 0 && split[0].length < nanos.length) {
         line(percentiles("  answered by Redis (GRANTED) only", split[0]) + "  n=" + split[0].length);
       }
@@ -122,11 +122,11 @@ final class SteadyState {
     LocalRetryBudget local = new LocalRetryBudget(plenty);
     for (int i = 0; i < n / 4; i++) {
       local.recordFirstAttempt();
-      local.tryAcquire();
+      local.acquireBlocking();
     }
     Map<BudgetDecision.Reason, Long> reasons = new EnumMap<>(BudgetDecision.Reason.class);
     long[] nanos = time(local, n, reasons, new long[2][]);
-    line(percentiles("LocalRetryBudget.tryAcquire() (reference)", nanos) + "  decisions: " + reasons);
+    line(percentiles("LocalRetryBudget.acquireBlocking() (reference)", nanos) + "  decisions: " + reasons);
   }
 
   /** Times n calls; split[0] gets the sorted times of GRANTED answers, split[1] of the others. */
@@ -139,7 +139,7 @@ final class SteadyState {
     for (int i = 0; i < n; i++) {
       budget.recordFirstAttempt();
       long t0 = System.nanoTime();
-      BudgetDecision d = budget.tryAcquire();
+      BudgetDecision d = budget.acquireBlocking();
       nanos[i] = System.nanoTime() - t0;
       reasons.merge(d.reason(), 1L, Long::sum);
       if (d.reason() == BudgetDecision.Reason.GRANTED) {

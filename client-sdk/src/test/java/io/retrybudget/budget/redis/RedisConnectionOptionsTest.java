@@ -72,7 +72,7 @@ class RedisConnectionOptionsTest {
     try (RedisBudgetClient client = RedisBudgetClient.builder(RedisConnectionOptions.standalone(
         "redis://:p%40ss%2Fw%3Ard@127.0.0.1:" + server.port()).build()).build()) {
       RetryBudget b = client.budget(BudgetConfig.builder("authed").build());
-      Eventually.await("granted by Redis", Duration.ofSeconds(3), () -> b.tryAcquire() == BudgetDecision.GRANTED);
+      Eventually.await("granted by Redis", Duration.ofSeconds(3), () -> b.acquireBlocking() == BudgetDecision.GRANTED);
     } finally {
       server.close();
     }
