@@ -51,7 +51,7 @@ class MainProcessTest {
           .map(l -> l.substring(l.indexOf("Bearer ") + 7).trim()).orElseThrow(() -> new AssertionError("no token printed: " + started));
       assertTrue(started.stream().anyMatch(l -> l.contains("started a local Redis")), started.toString());
       HttpResponse<String> put = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/budgets/demo"))
-          .header("Authorization", "Bearer " + token).PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")).build(),
+          .header("Authorization", "Bearer " + token).header("Content-Type", "application/json").PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")).build(),
           HttpResponse.BodyHandlers.ofString());
       assertEquals(200, put.statusCode(), put.body());
 
