@@ -79,7 +79,7 @@ final class BudgetApi {
     read(router, "/metrics", null, metrics);
     read(router, "/health/live", null, ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
     read(router, "/health/ready", null, this::ready);
-    read(router, "/openapi.yaml", null, ctx -> ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, "application/yaml")
+    read(router, "/openapi.yaml", null, ctx -> ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
         .end(openApi));
     methodNotAllowed(router);
 

@@ -73,6 +73,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       "TRACE", "PATCH");
   static final long LINGER_MILLIS = 2_000;
   static final long LINGER_MAX_BYTES = 256 * 1024;
+  /** Accepted connections waiting for the event loop to set them up, at most. */
+  private static final int MAX_SETTING_UP = 64;
   /** Evicted connections still closing: how far past the cap the count may go meanwhile. */
   private static final int EVICTION_SLACK = 64;
 
@@ -96,6 +98,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   /** Connections without a request in progress, longest waiting first; guarded by itself. */
   private final LinkedHashSet<Conn> waiting = new LinkedHashSet<>();
   private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
+  /** Accepted, not yet set up by the event loop: while many are, accepting pauses (see {@link #channelRead}). */
+  private final AtomicInteger settingUp = new AtomicInteger();
+  private volatile Channel listener;
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private volatile ScheduledFuture<?> sweep;
 
@@ -154,6 +159,15 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       return;
     }
     open.incrementAndGet();
+    if (settingUp.incrementAndGet() >= MAX_SETTING_UP) {
+      // the acceptor outruns the event loop: let the kernel queue hold the rest, so the event loop's
+      // own queue (where a health probe's connection waits too) stays short
+      listener = ctx.channel();
+      ctx.channel().config().setAutoRead(false);
+      if (settingUp.get() < MAX_SETTING_UP / 2) {
+        ctx.channel().config().setAutoRead(true); // the event loop caught up meanwhile
+      }
+    }
     Conn c = new Conn(child);
     all.add(c);
     synchronized (waiting) {
@@ -220,6 +234,21 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     Conn(Channel ch) {
       this.ch = ch;
       this.deadline = System.nanoTime() + headerNanos;
+    }
+
+    private boolean counted;
+
+    /** Once per connection: it no longer waits for the event loop. */
+    void setUp() {
+      if (!counted) {
+        counted = true;
+        if (settingUp.decrementAndGet() < MAX_SETTING_UP / 2) {
+          Channel l = listener;
+          if (l != null && !l.config().isAutoRead()) {
+            l.config().setAutoRead(true);
+          }
+        }
+      }
     }
 
     void closeFor(Reason reason) {
@@ -302,8 +331,15 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     final class RawWatch extends ChannelInboundHandlerAdapter {
       @Override
       public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        setUp();
         install(ctx.pipeline());
         super.channelActive(ctx);
+      }
+
+      @Override
+      public void channelUnregistered(ChannelHandlerContext ctx) throws Exception {
+        setUp(); // closed before it was active
+        super.channelUnregistered(ctx);
       }
 
       @Override
