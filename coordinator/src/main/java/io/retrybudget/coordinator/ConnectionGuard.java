@@ -75,8 +75,6 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   static final long LINGER_MAX_BYTES = 256 * 1024;
   /** Accepted connections waiting for the event loop to set them up, at most. */
   private static final int MAX_SETTING_UP = 64;
-  /** Evicted connections still closing: how far past the cap the count may go meanwhile. */
-  private static final int EVICTION_SLACK = 64;
 
   enum Reason {
     REFUSED, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
@@ -94,6 +92,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private final long bodyNanos;
   private final long idleNanos;
   private final AtomicInteger open = new AtomicInteger();
+  /** Evicted, not closed yet. */
+  private final AtomicInteger evicting = new AtomicInteger();
   private final Set<Conn> all = ConcurrentHashMap.newKeySet();
   /** Connections without a request in progress, longest waiting first; guarded by itself. */
   private final LinkedHashSet<Conn> waiting = new LinkedHashSet<>();
@@ -152,8 +152,10 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
     Channel child = (Channel) msg;
-    int now = open.get();
-    if (now >= limits.maxConnections() && !(now < limits.maxConnections() + EVICTION_SLACK && evictLongestWaiting())) {
+    // an evicted connection still closing no longer counts: the accept gating below bounds how many
+    // can be closing at once, so descriptors stay within the cap plus a few dozen
+    int now = open.get() - evicting.get();
+    if (now >= limits.maxConnections() && !evictLongestWaiting()) {
       closed.get(Reason.REFUSED).increment();
       child.unsafe().closeForcibly();
       return;
@@ -194,6 +196,11 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       victim = it.next();
       it.remove();
     }
+    if (victim.closing.get()) {
+      return true; // closing anyway (a deadline passed): its descriptor is on its way back
+    }
+    evicting.incrementAndGet();
+    victim.ch.closeFuture().addListener(f -> evicting.decrementAndGet());
     victim.closeFor(Reason.EVICTED);
     return true;
   }
@@ -314,6 +321,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       discarding = true;
       enter(Phase.LINGER, TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
       s.shutdownOutput();
+      // the rest of the body is not even read: the client has the answer and the FIN; what it still
+      // sends waits in the kernel until the close at the deadline (or is dropped when it ends first)
+      s.config().setAutoRead(false);
     }
 
     /** Installs the gate once Vert.x has set up the HTTP/1.x pipeline. */

@@ -68,10 +68,18 @@ final class HostileAttacks {
 
     /** Opens {@code n} connections, at most {@code maxOpenAtOnce} open on this side at a time. */
     void connect(int n, int maxOpenAtOnce, long withinMillis) throws IOException {
-      long deadline = System.nanoTime() + withinMillis * 1_000_000L;
+      connect(n, maxOpenAtOnce, withinMillis, Integer.MAX_VALUE);
+    }
+
+    /** As {@link #connect(int, int, long)}, at most {@code perSecond} new connections a second. */
+    void connect(int n, int maxOpenAtOnce, long withinMillis, int perSecond) throws IOException {
+      long begin = System.nanoTime();
+      long deadline = begin + withinMillis * 1_000_000L;
       int started = 0;
       while (started < n && System.nanoTime() < deadline) {
-        while (started < n && open < maxOpenAtOnce) {
+        long allowed = perSecond == Integer.MAX_VALUE ? n
+            : Math.max(1, (System.nanoTime() - begin) / 1_000_000L * perSecond / 1_000);
+        while (started < n && open < maxOpenAtOnce && started < allowed) {
           SocketChannel ch = SocketChannel.open();
           try {
             ch.configureBlocking(false);
@@ -94,7 +102,7 @@ final class HostileAttacks {
           }
           started++;
         }
-        pump(20);
+        pump(perSecond == Integer.MAX_VALUE ? 20 : 5);
       }
     }
 
@@ -183,12 +191,22 @@ final class HostileAttacks {
     final AtomicLong maxMillis = new AtomicLong();
     final AtomicInteger probes = new AtomicInteger();
     final AtomicInteger failures = new AtomicInteger();
+    final AtomicInteger failedInARow = new AtomicInteger();
+    final AtomicInteger maxFailedInARow = new AtomicInteger();
     private final java.util.concurrent.ScheduledExecutorService timer =
         java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "live-prober");
           t.setDaemon(true);
           return t;
         });
+
+    private final long born = System.nanoTime();
+    final List<String> slow = new ArrayList<>();
+
+    /** Milliseconds since the prober started. */
+    long at() {
+      return (System.nanoTime() - born) / 1_000_000;
+    }
 
     Prober(int port, long everyMillis) {
       timer.scheduleWithFixedDelay(() -> {
@@ -197,8 +215,14 @@ final class HostileAttacks {
         long ms = (System.nanoTime() - start) / 1_000_000;
         probes.incrementAndGet();
         maxMillis.accumulateAndGet(ms, Math::max);
-        if (!ok) {
+        if (ok) {
+          failedInARow.set(0);
+        } else {
+          maxFailedInARow.accumulateAndGet(failedInARow.incrementAndGet(), Math::max);
           failures.incrementAndGet();
+          synchronized (slow) {
+            slow.add((start - born) / 1_000_000 + " ms: " + ms + " ms");
+          }
         }
       }, 0, everyMillis, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
@@ -210,8 +234,10 @@ final class HostileAttacks {
     }
 
     String summary() {
-      return probes.get() + " probes, " + failures.get() + " failed or slower than 1 s, slowest " + maxMillis.get()
-          + " ms (slowest connect " + SLOWEST_CONNECT_MILLIS.get() + " ms)";
+      synchronized (slow) {
+        return probes.get() + " probes, " + failures.get() + " failed or slower than 1 s, slowest " + maxMillis.get()
+            + " ms (slowest connect " + SLOWEST_CONNECT_MILLIS.get() + " ms)" + (slow.isEmpty() ? "" : "; failed at " + slow);
+      }
     }
   }
 
@@ -324,6 +350,9 @@ final class HostileAttacks {
         + "Content-Length: 65536\r\n\r\n" + "x".repeat(65_000);
   }
 
+  /** Connection rates of the attacks: fast, yet below what floods the kernel's accept queue here. */
+  static final int PARTIAL_PER_SECOND = 1_500;
+  static final int IDLE_PER_SECOND = 2_000;
   static final String SLOW_HEADER = "GET /health/live HTTP/1.1\r\nHost: s\r\nX-Slow: ";
   static final List<String> SOURCES = List.of("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5");
 
@@ -345,7 +374,7 @@ final class HostileAttacks {
           + metricsLines(port) + " lines; rss " + rssMb(pid) + " MB; live " + prober.summary());
       try (Swarm s = new Swarm(port, List.of(), partialBody(), 0)) {
         long start = System.nanoTime();
-        s.connect(partial, 15_000, 30_000);
+        s.connect(partial, 15_000, 30_000, PARTIAL_PER_SECOND);
         long sent = (System.nanoTime() - start) / 1_000_000;
         long rssSent = rssMb(pid);
         long until = System.nanoTime() + 15_000_000_000L;
@@ -364,7 +393,7 @@ final class HostileAttacks {
       }
       try (Swarm s = new Swarm(port, SOURCES, "", 0)) {
         long start = System.nanoTime();
-        s.connect(idle, 15_000, 60_000);
+        s.connect(idle, 15_000, 60_000, IDLE_PER_SECOND);
         System.out.println("idle: connected in " + (System.nanoTime() - start) / 1_000_000 + " ms");
         s.pump(1_000);
         System.out.println("idle: " + idle + " attempted, at most " + s.maxOpen + " open at once here, " + s.open

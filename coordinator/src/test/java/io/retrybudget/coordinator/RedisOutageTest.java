@@ -53,6 +53,24 @@ class RedisOutageTest {
   }
 
   @Test
+  void aRedisThatDoesNotAnswerIsNamedInThe503() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/slow/requests", "{\"count\": 1}").status());
+      redis.server().pause(); // SIGSTOP: connected, silent
+      try {
+        var r = api.write("countRequests", "POST", "/v1/budgets/slow/requests", "{\"count\": 1}");
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.json().getString("error").contains("did not answer within 1000 ms"), r.body());
+        assertTrue(r.json().getString("error").contains("127.0.0.1:" + redis.server().port()), r.body());
+      } finally {
+        redis.server().resume();
+      }
+    }
+  }
+
+  @Test
   void aRedisOutOfMemoryIsNamedInThe503() throws Exception {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
