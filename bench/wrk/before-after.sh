@@ -3,7 +3,7 @@
 # same machine in one run (before, after, before, after, ...), then the hostile attacks
 # (HostileAttacks, from coordinator/target/test-classes) against each in a -Xmx256m JVM.
 #   BEFORE=/path/to/other/checkout  (its coordinator/target/coordinator.jar is used)
-#   ROUNDS (default 2), CONNS (default "8 32"), DURATION (10s), WARMUP (10s); OUT folder
+#   ROUNDS (default 2), CONNS (default "8 32"), DURATION (10s), WARMUP (10s); OUT folder; HOSTILE=0 skips the attacks
 # Run from the repository root after: mvn -q -B -pl coordinator -am package -DskipTests && mvn -q -B -pl coordinator test-compile
 set -euo pipefail
 BEFORE=${BEFORE:?set BEFORE to a checkout whose coordinator/target/coordinator.jar is the baseline}
@@ -38,5 +38,7 @@ hostile() { # side jar port
   kill "$cpid" 2>/dev/null || true; wait "$cpid" 2>/dev/null || true
   kill "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true
 }
-hostile before "$BEFORE/coordinator/target/coordinator.jar" 8093
-hostile after coordinator/target/coordinator.jar 8095
+if [ "${HOSTILE:-1}" = 1 ]; then
+  hostile before "$BEFORE/coordinator/target/coordinator.jar" 8093
+  hostile after coordinator/target/coordinator.jar 8095
+fi
