@@ -13,6 +13,7 @@ REDIS_PORT=${REDIS_PORT:-6390}; HTTP_PORT=${HTTP_PORT:-8091}; TOKEN=${COORDINATO
 REDIS_CPU=${REDIS_CPU:-1}; COORD_CPU=${COORD_CPU:-0}; WRK_CPU=${WRK_CPU:-1}
 DURATION=${DURATION:-20s}; CONNS=${CONNS:-4 8 16 32}; WARMUP=${WARMUP:-30s}; N=${N:-200000}
 OUT=${OUT:-bench/results/wrk}
+JAR=${JAR:-coordinator/target/coordinator.jar}   # another build's jar, for before/after (bench/wrk/before-after.sh)
 mkdir -p "$(dirname "$OUT")"
 LOG="$OUT.txt"; : > "$LOG"
 say() { echo "$@" | tee -a "$LOG"; }
@@ -30,11 +31,11 @@ trap cleanup EXIT
 for _ in $(seq 50); do $RC ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT COORDINATOR_PORT=$HTTP_PORT COORDINATOR_TOKEN=$TOKEN \
-  taskset -c "$COORD_CPU" java ${JAVA_OPTS:-} -jar coordinator/target/coordinator.jar >"$OUT-coordinator.log" 2>&1 &
+  taskset -c "$COORD_CPU" java -XX:+ExitOnOutOfMemoryError ${JAVA_OPTS:-} -jar "$JAR" >"$OUT-coordinator.log" 2>&1 &
 COORD_PID=$!
 for _ in $(seq 100); do curl -sf "$URL/health/ready" >/dev/null && break; sleep 0.2; done
 
-say "# bench/wrk/run.sh $(date -u +%FT%TZ); $(nproc) CPUs; $(redis-server --version | cut -d' ' -f3); $(java -version 2>&1 | head -1); $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); JAVA_OPTS='${JAVA_OPTS:-}'"
+say "# bench/wrk/run.sh $(date -u +%FT%TZ); $(nproc) CPUs; $(redis-server --version | cut -d' ' -f3); $(java -version 2>&1 | head -1); $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); JAVA_OPTS='${JAVA_OPTS:-}'; jar $JAR"
 say "# pinning: redis-server cpu $REDIS_CPU, coordinator cpu $COORD_CPU, wrk cpu $WRK_CPU, redis-benchmark cpu $COORD_CPU; wrk -t1 -d$DURATION; connections: $CONNS"
 say "PUT bench: $(curl -s -X PUT -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
   -d '{"ratio": 1.0, "min_retries_per_second": 1000000, "window_seconds": 3600, "mode": "enforce"}' "$URL/v1/budgets/bench")"

@@ -3,6 +3,12 @@ package io.retrybudget.coordinator;
 import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.vertx.core.Handler;
+import io.vertx.core.MultiMap;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClosedException;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.Router;
@@ -10,52 +16,180 @@ import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import java.util.stream.Collectors;
 
 /**
  * The HTTP API v1 (coordinator/openapi.yaml): routes, authentication of writes, and the mapping of
- * every failure to a JSON error: 400 naming the field, 401, 404, 413, 503 when Redis fails.
+ * every failure to a JSON error: 400 naming the field, 401, 404, 405 with Allow, 413, 415, 503 when
+ * Redis fails (naming the cause).
+ *
+ * <p>Every route is registered through {@link #read} or {@link #write} (which record its methods for
+ * Allow, OPTIONS and 405) before {@link #methodNotAllowed}. A write checks, in this order and before
+ * a byte of its body is read: the token, the query, the Content-Type; then the body is read under
+ * the limit as it streams. An answer given before the request's body was read closes the connection
+ * (the connection guard discards what is left of the body).
  */
 final class BudgetApi {
   static final int MAX_BODY_BYTES = 64 * 1024;
   private static final Logger LOG = Logger.getLogger(BudgetApi.class.getName());
+  private static final Set<String> NO_QUERY = Set.of();
+  private static final long REPORT_EVERY_NANOS = TimeUnit.MINUTES.toNanos(1);
 
   private final BudgetService budgets;
   private final byte[] token;
   private final int maxBudgets;
+  private final String redisEndpoint;
+  private final Handler<RoutingContext> metrics;
+  private final Buffer openApi;
+  /** Path template -> methods served there, in registration order. */
+  private final Map<String, Set<HttpMethod>> allowed = new LinkedHashMap<>();
+  private final OncePerMinute abortedUploads = new OncePerMinute("requests ended by the client before their answer");
 
-  BudgetApi(BudgetService budgets, String token, int maxBudgets) {
+  BudgetApi(BudgetService budgets, String token, int maxBudgets, String redisEndpoint, Handler<RoutingContext> metrics,
+      Buffer openApi) {
     this.budgets = budgets;
-    this.token = ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+    this.token = token.getBytes(StandardCharsets.UTF_8);
     this.maxBudgets = maxBudgets;
+    this.redisEndpoint = redisEndpoint;
+    this.metrics = metrics;
+    this.openApi = openApi;
+  }
+
+  /** The route templates served (the only values of the {@code route} metric tag). */
+  Set<String> routes() {
+    return allowed.keySet();
   }
 
   void mount(Router router) {
     Handler<RoutingContext> body = BodyHandler.create(false).setBodyLimit(MAX_BODY_BYTES);
-    router.get("/v1/budgets").handler(this::list);
-    router.get("/v1/budgets/:name").handler(this::get);
-    router.put("/v1/budgets/:name").handler(body).handler(this::authenticate).handler(this::put);
-    router.post("/v1/budgets/:name/requests").handler(body).handler(this::authenticate).handler(this::requests);
-    router.post("/v1/budgets/:name/retries").handler(body).handler(this::authenticate).handler(this::retries);
-    router.delete("/v1/budgets/:name").handler(this::authenticate).handler(this::delete);
-    router.get("/health/live").handler(ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
-    router.get("/health/ready").handler(this::ready);
+    read(router, "/v1/budgets", Set.of("exhausted"), this::list);
+    read(router, "/v1/budgets/:name", NO_QUERY, this::get);
+    write(router, HttpMethod.PUT, "/v1/budgets/:name", body, this::put);
+    write(router, HttpMethod.POST, "/v1/budgets/:name/requests", body, this::requests);
+    write(router, HttpMethod.POST, "/v1/budgets/:name/retries", body, this::retries);
+    write(router, HttpMethod.DELETE, "/v1/budgets/:name", null, this::delete);
+    read(router, "/metrics", null, metrics);
+    read(router, "/health/live", null, ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
+    read(router, "/health/ready", null, this::ready);
+    read(router, "/openapi.yaml", null, ctx -> ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
+        .end(openApi));
+    methodNotAllowed(router);
 
-    router.errorHandler(404, ctx -> error(ctx, 404, null, "no such resource"));
-    router.errorHandler(405, ctx -> error(ctx, 405, null, "method not allowed"));
+    router.errorHandler(404, ctx -> error(ctx, 404, "path", "no such resource"));
     router.errorHandler(413, ctx -> error(ctx, 413, "body", "body larger than " + MAX_BODY_BYTES + " bytes"));
-    router.errorHandler(400, ctx -> error(ctx, 400, "body", "bad request"));
+    // the router's own 400 is a path that cannot be decoded (%ZZ); with a failure, a body that cannot
+    router.errorHandler(400, ctx -> {
+      if (ctx.failure() != null) {
+        error(ctx, 400, "body", "malformed body encoding");
+      } else {
+        error(ctx, 400, "path", "malformed path (bad percent-encoding)");
+      }
+    });
+    // what the body handler reports when the request stream fails (the client went away mid-body)
+    router.errorHandler(200, ctx -> {
+      if (isClosedConnection(ctx.failure())) {
+        abortedUploads.report(ctx.request().method() + " " + ctx.request().path());
+        return;
+      }
+      LOG.log(Level.WARNING, "request stream failed on " + ctx.request().path(), ctx.failure());
+      error(ctx, 400, "body", "the request body could not be read");
+    });
     router.errorHandler(500, ctx -> {
+      if (isClosedConnection(ctx.failure())) {
+        abortedUploads.report(ctx.request().method() + " " + ctx.request().path());
+        return;
+      }
       LOG.log(Level.SEVERE, "unexpected failure on " + ctx.request().path(), ctx.failure());
       error(ctx, 500, null, "internal error");
     });
   }
 
+  /** Connection-level errors (a reset, a client gone mid-upload): low level, once a minute. */
+  void connectionError(Throwable t) {
+    abortedUploads.report(t.getClass().getSimpleName() + ": " + t.getMessage());
+  }
+
+  /** GET and HEAD on {@code path}; {@code query}: the query parameters allowed, null for any. */
+  private void read(Router router, String path, Set<String> query, Handler<RoutingContext> handler) {
+    allow(path, HttpMethod.GET, HttpMethod.HEAD);
+    var route = router.route(path).method(HttpMethod.GET).method(HttpMethod.HEAD);
+    if (query != null) {
+      route.handler(ctx -> checkQuery(ctx, query));
+    }
+    route.handler(handler);
+  }
+
+  /** A write: token, query, Content-Type, then the body (when {@code body} is not null) under the limit. */
+  private void write(Router router, HttpMethod method, String path, Handler<RoutingContext> body,
+      Handler<RoutingContext> handler) {
+    allow(path, method);
+    var route = router.route(method, path).handler(this::authenticate).handler(ctx -> checkQuery(ctx, NO_QUERY));
+    if (body != null) {
+      // after the checks on purpose (they are synchronous, so no byte of the body has been read yet);
+      // wrapped, as Vert.x Web otherwise insists that a BodyHandler comes first
+      route.handler(this::requireJson).handler(ctx -> body.handle(ctx));
+    }
+    route.handler(handler);
+  }
+
+  private void allow(String path, HttpMethod... methods) {
+    Set<HttpMethod> set = allowed.computeIfAbsent(path, p -> new LinkedHashSet<>());
+    set.addAll(List.of(methods));
+    set.add(HttpMethod.OPTIONS);
+  }
+
+  /** Last: every other method on a known path is OPTIONS (204) or 405, both with Allow. */
+  private void methodNotAllowed(Router router) {
+    allowed.forEach((path, methods) -> {
+      String allow = methods.stream().map(HttpMethod::name).collect(Collectors.joining(", "));
+      router.route(path).handler(ctx -> {
+        ctx.response().putHeader(HttpHeaders.ALLOW, allow);
+        if (ctx.request().method() == HttpMethod.OPTIONS) {
+          closeIfBodyUnread(ctx);
+          ctx.response().setStatusCode(204).end();
+        } else {
+          error(ctx, 405, "method", ctx.request().method().name() + " is not allowed here; allowed: " + allow);
+        }
+      });
+    });
+  }
+
+  private void checkQuery(RoutingContext ctx, Set<String> allowedParams) {
+    if (ctx.request().query() != null && !ctx.request().query().isEmpty()) {
+      MultiMap params;
+      try {
+        params = ctx.queryParams();
+      } catch (RuntimeException e) {
+        error(ctx, 400, "query", "malformed query string");
+        return;
+      }
+      for (String name : params.names()) {
+        if (!allowedParams.contains(name)) {
+          error(ctx, 400, name, "unknown query parameter " + name
+              + (allowedParams.isEmpty() ? "" : "; allowed: " + String.join(", ", allowedParams)));
+          return;
+        }
+        if (params.getAll(name).size() > 1) {
+          error(ctx, 400, name, "query parameter " + name + " given more than once");
+          return;
+        }
+      }
+    }
+    ctx.next();
+  }
+
   private void authenticate(RoutingContext ctx) {
-    String header = ctx.request().getHeader("Authorization");
-    if (header == null || !MessageDigest.isEqual(token, header.getBytes(StandardCharsets.UTF_8))) {
+    if (!validBearer(ctx.request().getHeader(HttpHeaders.AUTHORIZATION))) {
       ctx.response().putHeader("WWW-Authenticate", "Bearer");
       error(ctx, 401, "Authorization", "a valid bearer token is required for writes");
       return;
@@ -63,7 +197,36 @@ final class BudgetApi {
     ctx.next();
   }
 
+  /** {@code Bearer <token>}, the scheme in any case (RFC 9110 section 11.1). Constant time in the token. */
+  boolean validBearer(String header) {
+    if (header == null) {
+      return false;
+    }
+    int space = header.indexOf(' ');
+    if (space != 6 || !header.regionMatches(true, 0, "Bearer", 0, 6)) {
+      return false;
+    }
+    String credentials = header.substring(space + 1).strip();
+    return MessageDigest.isEqual(token, credentials.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private void requireJson(RoutingContext ctx) {
+    String type = ctx.request().getHeader(HttpHeaders.CONTENT_TYPE);
+    String media = type == null ? "" : type.split(";", 2)[0].strip();
+    if (!media.equalsIgnoreCase("application/json")) {
+      error(ctx, 415, "Content-Type", "Content-Type must be application/json"
+          + (type == null ? "" : ", was " + abbreviate(type)));
+      return;
+    }
+    ctx.next();
+  }
+
   private void list(RoutingContext ctx) {
+    String exhausted = ctx.queryParams().get("exhausted");
+    if (exhausted != null && !exhausted.equals("true") && !exhausted.equals("false")) {
+      error(ctx, 400, "exhausted", "exhausted must be true or false");
+      return;
+    }
     budgets.list(maxBudgets).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
@@ -71,7 +234,11 @@ final class BudgetApi {
       }
       BudgetService.Listing listing = r.result();
       JsonArray items = new JsonArray();
-      listing.budgets().forEach(s -> items.add(s.toJson()));
+      for (BudgetStatus s : listing.budgets()) {
+        if (exhausted == null || s.exhausted() == Boolean.parseBoolean(exhausted)) {
+          items.add(s.toJson());
+        }
+      }
       JsonArray broken = new JsonArray();
       listing.broken().forEach(b -> broken.add(brokenJson(b)));
       json(ctx, 200, new JsonObject().put("budgets", items).put("broken", broken).put("truncated", listing.truncated()));
@@ -202,7 +369,7 @@ final class BudgetApi {
         json(ctx, 200, new JsonObject().put("status", "UP").put("redis", "UP"));
       } else {
         json(ctx, 503, new JsonObject().put("status", "DOWN").put("redis", "DOWN")
-            .put("error", String.valueOf(r.cause().getMessage())));
+            .put("error", RedisErrors.describe(r.cause(), redisEndpoint, Coordinator.REDIS_TIMEOUT.toMillis())));
       }
     });
   }
@@ -221,7 +388,7 @@ final class BudgetApi {
         .put("error", b.getMessage());
   }
 
-  private static void redisDown(RoutingContext ctx, Throwable cause) {
+  private void redisDown(RoutingContext ctx, Throwable cause) {
     if (cause instanceof BrokenBudgetException b) {
       // Redis is up; this budget's keys hold bad state: 409, naming budget, key and field
       json(ctx, 409, brokenJson(b).put("budget", b.budget())
@@ -229,7 +396,7 @@ final class BudgetApi {
       return;
     }
     LOG.log(Level.FINE, "Redis call failed", cause);
-    error(ctx, 503, null, "Redis unavailable: " + cause.getClass().getSimpleName());
+    error(ctx, 503, null, RedisErrors.describe(cause, redisEndpoint, Coordinator.REDIS_TIMEOUT.toMillis()));
   }
 
   private static void error(RoutingContext ctx, int status, String field, String message) {
@@ -244,6 +411,65 @@ final class BudgetApi {
     if (ctx.response().ended() || ctx.response().closed()) {
       return;
     }
-    ctx.response().setStatusCode(status).putHeader("Content-Type", "application/json").end(body.encode());
+    closeIfBodyUnread(ctx);
+    ctx.response().setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(body.encode());
+  }
+
+  /** An answer before the body was read ends the connection; the guard discards the rest of the body. */
+  private static void closeIfBodyUnread(RoutingContext ctx) {
+    HttpServerRequest req = ctx.request();
+    if (!req.isEnded() && hasBody(req)) {
+      ctx.response().putHeader(HttpHeaders.CONNECTION, HttpHeaders.CLOSE);
+    }
+  }
+
+  private static boolean hasBody(HttpServerRequest req) {
+    String length = req.getHeader(HttpHeaders.CONTENT_LENGTH);
+    return req.headers().contains(HttpHeaders.TRANSFER_ENCODING) || (length != null && !length.equals("0"));
+  }
+
+  private static boolean isClosedConnection(Throwable t) {
+    for (; t != null; t = t.getCause()) {
+      if (t instanceof HttpClosedException || t instanceof java.nio.channels.ClosedChannelException
+          || (t.getMessage() != null && t.getMessage().contains("Connection was closed"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 60 ? s : s.substring(0, 60) + "...";
+  }
+
+  /** A low-level log line at most once a minute, with how many events it stands for. */
+  static final class OncePerMinute {
+    private final String what;
+    private final LongSupplier nanoClock;
+    private final AtomicLong last;
+    private final AtomicLong count = new AtomicLong();
+
+    OncePerMinute(String what) {
+      this(what, System::nanoTime);
+    }
+
+    OncePerMinute(String what, LongSupplier nanoClock) {
+      this.what = what;
+      this.nanoClock = nanoClock;
+      this.last = new AtomicLong(nanoClock.getAsLong() - REPORT_EVERY_NANOS);
+    }
+
+    /** @return whether this event was logged */
+    boolean report(String example) {
+      long n = count.incrementAndGet();
+      long now = nanoClock.getAsLong();
+      long prev = last.get();
+      if (now - prev >= REPORT_EVERY_NANOS && last.compareAndSet(prev, now)) {
+        count.addAndGet(-n);
+        LOG.fine(what + ": " + n + " in the last minute (e.g. " + abbreviate(example) + ")");
+        return true;
+      }
+      return false;
+    }
   }
 }

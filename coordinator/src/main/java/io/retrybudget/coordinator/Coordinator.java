@@ -10,10 +10,16 @@ import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.internal.VertxInternal;
+import io.vertx.micrometer.Label;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.BindException;
+import java.util.EnumSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -37,10 +43,12 @@ public final class Coordinator implements AutoCloseable {
   private final String deploymentId;
   private final CoordinatorVerticle verticle;
   private final CoordinatorConfig config;
+  private final ConnectionGuard guard;
 
   private Coordinator(CoordinatorConfig config, LocalRedis localRedis, RedisBudgetStore store, Vertx vertx,
-      CoordinatorVerticle verticle, String deploymentId) {
+      CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard) {
     this.config = config;
+    this.guard = guard;
     this.localRedis = localRedis;
     this.store = store;
     this.vertx = vertx;
@@ -67,6 +75,8 @@ public final class Coordinator implements AutoCloseable {
         redis = RedisConnectionOptions.standalone(local.uri()).commandTimeout(REDIS_TIMEOUT).build();
       }
       PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      BoundedHttpTags httpTags = new BoundedHttpTags();
+      registry.config().meterFilter(httpTags);
       // histogram buckets for the HTTP server's response times, so dashboards can take p99s
       registry.config().meterFilter(new MeterFilter() {
         @Override
@@ -77,12 +87,17 @@ public final class Coordinator implements AutoCloseable {
           return config;
         }
       });
+      HttpServerOptions serverOptions = CoordinatorVerticle.serverOptions(config.port());
+      ConnectionGuard guard = new ConnectionGuard(config.http(), serverOptions, registry);
       // One event loop serves HTTP (one verticle instance) and carries the Redis connection too:
       // a request's script call and its reply stay on that thread, with no hop to Lettuce's own.
       vertx = Vertx.builder()
           .with(new VertxOptions().setEventLoopPoolSize(1)
-              .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)))
+              .setMetricsOptions(new MicrometerMetricsOptions().setEnabled(true)
+                  .setLabels(EnumSet.of(Label.HTTP_METHOD, Label.HTTP_CODE, Label.HTTP_ROUTE, Label.POOL_TYPE,
+                      Label.POOL_NAME, Label.EB_SIDE))))
           .withMetrics(new MicrometerMetricsFactory(registry))
+          .withTransport(new GuardedTransport(guard))
           .build();
       store = RedisBudgetStore.connect(redis, ((VertxInternal) vertx).nettyEventLoopGroup());
       BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT, config.autoCreate());
@@ -92,9 +107,19 @@ public final class Coordinator implements AutoCloseable {
       if (!fileBudgets.isEmpty()) {
         LOG.info("applied " + fileBudgets.size() + " budgets from " + config.budgetsFile());
       }
-      CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets);
-      String id = await(vertx.deployVerticle(verticle));
-      return new Coordinator(config, local, store, vertx, verticle, id);
+      String endpoint = local != null ? "127.0.0.1:" + local.port() : config.redisEndpoint();
+      CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets, serverOptions,
+          httpTags, endpoint, openApiDocument());
+      String id;
+      try {
+        id = await(vertx.deployVerticle(verticle));
+      } catch (IOException e) {
+        if (causedBy(e, BindException.class)) {
+          throw new PortInUseException(config.port());
+        }
+        throw e;
+      }
+      return new Coordinator(config, local, store, vertx, verticle, id, guard);
     } catch (Exception | Error e) {
       if (store != null) {
         store.close();
@@ -109,6 +134,32 @@ public final class Coordinator implements AutoCloseable {
     }
   }
 
+  /** The HTTP port is taken: one line for the operator, no stack trace needed. */
+  public static final class PortInUseException extends IOException {
+    PortInUseException(int port) {
+      super("port " + port + " is already in use: stop what listens there or set COORDINATOR_PORT to a free port");
+    }
+  }
+
+  private static boolean causedBy(Throwable t, Class<? extends Throwable> type) {
+    for (; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** coordinator/openapi.yaml, packaged as a resource; served at GET /openapi.yaml. */
+  static Buffer openApiDocument() throws IOException {
+    try (InputStream in = Coordinator.class.getResourceAsStream("/openapi.yaml")) {
+      if (in == null) {
+        throw new IOException("openapi.yaml missing from the classpath");
+      }
+      return Buffer.buffer(in.readAllBytes());
+    }
+  }
+
   private static <T> T await(Future<T> f) throws IOException {
     try {
       return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -118,6 +169,16 @@ public final class Coordinator implements AutoCloseable {
     } catch (ExecutionException | TimeoutException e) {
       throw new IOException("coordinator start failed: " + (e.getCause() != null ? e.getCause() : e), e);
     }
+  }
+
+  /** Open HTTP connections, as the connection guard counts them. */
+  public int openConnections() {
+    return guard.open();
+  }
+
+  /** Open HTTP connections without a request in progress. */
+  int waitingConnections() {
+    return guard.waiting();
   }
 
   public int port() {

@@ -1,27 +1,34 @@
 package io.retrybudget.coordinator;
 
+import io.lettuce.core.RedisURI;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * The coordinator's settings, read from the environment; every bad value is refused at start with
- * the name of the variable.
+ * the name of the variable (and never with a password or token in the message).
  *
  * @param redisUrl REDIS_URL ({@code redis://} or {@code rediss://}, password allowed), or null
  * @param clusterNodes REDIS_CLUSTER_NODES (comma-separated host:port), or empty
  * @param port COORDINATOR_PORT (default 8080; 0 picks a free one)
- * @param token COORDINATOR_TOKEN, the bearer token every write needs (made at start when unset)
+ * @param token COORDINATOR_TOKEN, the bearer token every write needs (made at start when unset;
+ *     surrounding whitespace trimmed; a known placeholder is refused)
  * @param tokenGenerated true when the token was made here and must be shown to the operator
  * @param budgetsFile COORDINATOR_BUDGETS_FILE, or null
  * @param maxBudgets COORDINATOR_MAX_BUDGETS: most budgets listed and exported as metric series
  * @param fileCheckMillis COORDINATOR_BUDGETS_FILE_CHECK_MS: how often to check that Redis still
- *     holds the file's budgets (default 10000)
+ *     holds the file's budgets (default 5000)
  * @param autoCreate COORDINATOR_AUTO_CREATE: true lets a POST to a budget without configuration
  *     create it with the defaults; false (the default) answers 404 and creates nothing
+ * @param http COORDINATOR_MAX_CONNECTIONS and the HTTP timeouts
+ * @param warnings what the operator should hear about at start (a trimmed token)
  */
 public record CoordinatorConfig(
     String redisUrl,
@@ -32,34 +39,62 @@ public record CoordinatorConfig(
     Path budgetsFile,
     int maxBudgets,
     int fileCheckMillis,
-    boolean autoCreate) {
+    boolean autoCreate,
+    HttpLimits http,
+    List<String> warnings) {
 
   public static final int DEFAULT_PORT = 8080;
   /** Every environment variable the coordinator reads. */
   public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
       "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS",
-      "COORDINATOR_AUTO_CREATE");
+      "COORDINATOR_AUTO_CREATE", "COORDINATOR_MAX_CONNECTIONS", "COORDINATOR_HEADER_TIMEOUT_MS",
+      "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
+  /** Tokens that are examples, not secrets: deploy/k8s/base/secret.yaml's and the usual ones. */
+  static final Set<String> PLACEHOLDER_TOKENS = Set.of("replace-me-with-a-long-random-token", "replace-me",
+      "changeme", "change-me", "token", "secret");
+  private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
 
   public boolean hasRedis() {
     return redisUrl != null || !clusterNodes.isEmpty();
   }
 
   public static CoordinatorConfig fromEnvironment(Map<String, String> env) {
+    List<String> warnings = new ArrayList<>();
     String redisUrl = blankToNull(env.get("REDIS_URL"));
     String nodes = blankToNull(env.get("REDIS_CLUSTER_NODES"));
     if (redisUrl != null && nodes != null) {
       throw new IllegalArgumentException("REDIS_URL and REDIS_CLUSTER_NODES are both set: set one");
     }
-    if (redisUrl != null && !(redisUrl.startsWith("redis://") || redisUrl.startsWith("rediss://"))) {
-      throw new IllegalArgumentException("REDIS_URL must start with redis:// or rediss://");
+    if (redisUrl != null) {
+      redisUrl = redisUrl.strip();
+      parseRedisUrl(redisUrl);
     }
     List<String> clusterNodes = nodes == null ? List.of()
         : Arrays.stream(nodes.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
     int port = intVar(env, "COORDINATOR_PORT", DEFAULT_PORT, 0, 65535);
     int maxBudgets = intVar(env, "COORDINATOR_MAX_BUDGETS", DEFAULT_MAX_BUDGETS, 1, 100_000);
-    int fileCheck = intVar(env, "COORDINATOR_BUDGETS_FILE_CHECK_MS", 10_000, 100, 3_600_000);
-    String token = blankToNull(env.get("COORDINATOR_TOKEN"));
+    int fileCheck = intVar(env, "COORDINATOR_BUDGETS_FILE_CHECK_MS", 5_000, 100, 3_600_000);
+    HttpLimits http = new HttpLimits(
+        intVar(env, "COORDINATOR_MAX_CONNECTIONS", HttpLimits.DEFAULT_MAX_CONNECTIONS, 1, 1_000_000),
+        intVar(env, "COORDINATOR_HEADER_TIMEOUT_MS", HttpLimits.DEFAULT_HEADER_TIMEOUT_MS, 100, 3_600_000),
+        intVar(env, "COORDINATOR_BODY_TIMEOUT_MS", HttpLimits.DEFAULT_BODY_TIMEOUT_MS, 100, 3_600_000),
+        intVar(env, "COORDINATOR_IDLE_TIMEOUT_MS", HttpLimits.DEFAULT_IDLE_TIMEOUT_MS, 100, 3_600_000));
+    String rawToken = env.get("COORDINATOR_TOKEN");
+    String token = blankToNull(rawToken) == null ? null : rawToken.strip();
+    if (token != null && !token.equals(rawToken)) {
+      warnings.add("COORDINATOR_TOKEN had whitespace around it (a trailing newline from a file or Secret?): "
+          + "it was trimmed; clients send the token without it");
+    }
+    if (token != null && PLACEHOLDER_TOKENS.contains(token.toLowerCase(java.util.Locale.ROOT))) {
+      throw new IllegalArgumentException("COORDINATOR_TOKEN is a placeholder, not a secret: set a random one, e.g. "
+          + "COORDINATOR_TOKEN=$(openssl rand -hex 24), or in Kubernetes: kubectl -n retry-budget create secret generic "
+          + "retry-budget-coordinator --from-literal=COORDINATOR_TOKEN=\"$(openssl rand -hex 24)\"");
+    }
+    if (token != null && token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+      throw new IllegalArgumentException("COORDINATOR_TOKEN must be printable ASCII without spaces (it is sent in "
+          + "an HTTP header); its value is not shown");
+    }
     boolean generated = token == null;
     if (generated) {
       byte[] bytes = new byte[24];
@@ -72,7 +107,28 @@ public record CoordinatorConfig(
       throw new IllegalArgumentException("COORDINATOR_AUTO_CREATE must be true or false, was '" + auto + "'");
     }
     return new CoordinatorConfig(redisUrl, clusterNodes, port, token, generated, file == null ? null : Path.of(file),
-        maxBudgets, fileCheck, auto != null && auto.trim().equals("true"));
+        maxBudgets, fileCheck, auto != null && auto.trim().equals("true"), http, List.copyOf(warnings));
+  }
+
+  /** Parsed the way the Redis client parses it; the message never holds the URL (it may hold a password). */
+  static RedisURI parseRedisUrl(String url) {
+    String refusal = "REDIS_URL is not a valid redis:// or rediss:// URL (its value is not shown: it may hold a "
+        + "password); write redis://[:password@]host:port with /, @, : and % in the password percent-encoded "
+        + "(%2F, %40, %3A, %25)";
+    if (!(url.startsWith("redis://") || url.startsWith("rediss://"))) {
+      throw new IllegalArgumentException("REDIS_URL must start with redis:// or rediss://");
+    }
+    RedisURI uri;
+    try {
+      uri = RedisURI.create(url);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(refusal);
+    }
+    String host = uri.getHost();
+    if (host == null || host.isEmpty() || !HOST.matcher(host).matches() || uri.getPort() < 1 || uri.getPort() > 65535) {
+      throw new IllegalArgumentException(refusal);
+    }
+    return uri;
   }
 
   private static int intVar(Map<String, String> env, String name, int defaultValue, int min, int max) {
@@ -95,10 +151,22 @@ public record CoordinatorConfig(
     return s == null || s.isBlank() ? null : s;
   }
 
+  /** Where Redis is, for errors and logs: host:port only, never a password. */
+  public String redisEndpoint() {
+    if (redisUrl != null) {
+      RedisURI u = parseRedisUrl(redisUrl);
+      return u.getHost() + ":" + u.getPort();
+    }
+    return clusterNodes.isEmpty() ? "local" : "cluster " + String.join(",", clusterNodes);
+  }
+
   /** For logs: never the token, never a password in the URL. */
   public String describeRedis() {
     if (redisUrl != null) {
-      return redisUrl.replaceAll("//[^@/]*@", "//***@");
+      RedisURI u = parseRedisUrl(redisUrl);
+      boolean secret = redisUrl.contains("@");
+      return (u.isSsl() ? "rediss://" : "redis://") + (secret ? "***@" : "") + u.getHost() + ":" + u.getPort()
+          + (u.getDatabase() != 0 ? "/" + u.getDatabase() : "");
     }
     return clusterNodes.isEmpty() ? "local" : "cluster " + String.join(",", clusterNodes);
   }

@@ -3,6 +3,7 @@ package io.retrybudget.coordinator;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.ext.web.Router;
@@ -21,21 +22,40 @@ final class CoordinatorVerticle extends VerticleBase {
   private final BudgetService budgets;
   private final PrometheusMeterRegistry registry;
   private final Map<String, ConfigUpdate> fileBudgets;
+  private final HttpServerOptions serverOptions;
+  private final BoundedHttpTags httpTags;
+  private final String redisEndpoint;
+  private final Buffer openApi;
   private HttpServer server;
 
   CoordinatorVerticle(CoordinatorConfig config, BudgetService budgets, PrometheusMeterRegistry registry,
-      Map<String, ConfigUpdate> fileBudgets) {
+      Map<String, ConfigUpdate> fileBudgets, HttpServerOptions serverOptions, BoundedHttpTags httpTags,
+      String redisEndpoint, Buffer openApi) {
     this.config = config;
     this.budgets = budgets;
     this.registry = registry;
     this.fileBudgets = fileBudgets;
+    this.serverOptions = serverOptions;
+    this.httpTags = httpTags;
+    this.redisEndpoint = redisEndpoint;
+    this.openApi = openApi;
+  }
+
+  /**
+   * HTTP/1.1 only: h2c (prior knowledge or Upgrade) is not served, so an HTTP/2 preface is an
+   * unknown method to the connection guard. Timeouts and the connection cap are the guard's.
+   */
+  static HttpServerOptions serverOptions(int port) {
+    return new HttpServerOptions().setPort(port).setHost("0.0.0.0").setHttp2ClearTextEnabled(false);
   }
 
   @Override
   public Future<?> start() {
     Router router = Router.router(vertx);
-    router.get("/metrics").handler(PrometheusScrapingHandler.create(registry));
-    new BudgetApi(budgets, config.token(), config.maxBudgets()).mount(router);
+    BudgetApi api = new BudgetApi(budgets, config.token(), config.maxBudgets(), redisEndpoint,
+        PrometheusScrapingHandler.create(registry), openApi);
+    api.mount(router);
+    httpTags.routes(api.routes());
 
     BudgetGauges gauges = new BudgetGauges(registry, budgets, config.maxBudgets());
     gauges.refresh();
@@ -43,8 +63,8 @@ final class CoordinatorVerticle extends VerticleBase {
     if (!fileBudgets.isEmpty()) {
       vertx.setPeriodic(config.fileCheckMillis(), id -> reapplyLostBudgets());
     }
-    server = vertx.createHttpServer(new HttpServerOptions().setPort(config.port()).setHost("0.0.0.0"));
-    return server.requestHandler(router).listen();
+    server = vertx.createHttpServer(serverOptions);
+    return server.requestHandler(router).exceptionHandler(api::connectionError).listen();
   }
 
   int actualPort() {

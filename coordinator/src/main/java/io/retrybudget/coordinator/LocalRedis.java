@@ -52,6 +52,10 @@ final class LocalRedis implements AutoCloseable {
     return "redis://127.0.0.1:" + port;
   }
 
+  int port() {
+    return port;
+  }
+
   String binary() {
     return binary;
   }

@@ -19,7 +19,16 @@ public final class Main {
       System.exit(2);
       return;
     }
-    Coordinator coordinator = Coordinator.start(config);
+    config.warnings().forEach(LOG::warning);
+    Coordinator coordinator;
+    try {
+      coordinator = Coordinator.start(config);
+    } catch (Exception e) {
+      // one line an operator can act on; the port, the budgets file or Redis named in the message
+      System.err.println("coordinator did not start: " + e.getMessage());
+      System.exit(1);
+      return;
+    }
     LOG.info("coordinator listening on port " + coordinator.port() + ", Redis: " + config.describeRedis());
     if (config.tokenGenerated()) {
       // shown once so the operator can write; set COORDINATOR_TOKEN to choose it

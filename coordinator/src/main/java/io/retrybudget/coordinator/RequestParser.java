@@ -3,7 +3,6 @@ package io.retrybudget.coordinator;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetNames;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -15,6 +14,7 @@ final class RequestParser {
   static final int MAX_PERMIT_COUNT = 1_000;
   private static final Set<String> CONFIG_FIELDS = Set.of("ratio", "window_seconds", "min_retries_per_second", "mode");
   private static final Set<String> COUNT_FIELDS = Set.of("count");
+  private static final BigDecimal HALF_PPM = new BigDecimal("0.0000005");
 
   private RequestParser() {}
 
@@ -31,9 +31,9 @@ final class RequestParser {
     }
     Object parsed;
     try {
-      parsed = io.vertx.core.json.Json.decodeValue(body);
-    } catch (DecodeException e) {
-      throw new BadRequestException("body", "malformed JSON");
+      parsed = StrictJson.parse(body.getBytes());
+    } catch (StrictJson.Malformed e) {
+      throw new BadRequestException(e.field() != null ? e.field() : "body", e.getMessage());
     }
     if (!(parsed instanceof JsonObject o)) {
       throw new BadRequestException("body", "a JSON object is required");
@@ -51,6 +51,10 @@ final class RequestParser {
       BigDecimal ratio = number(o, "ratio");
       if (ratio.signum() <= 0 || ratio.compareTo(BigDecimal.ONE) > 0) {
         throw new BadRequestException("ratio", "ratio must be in (0, 1]");
+      }
+      if (ratio.compareTo(HALF_PPM) < 0) {
+        // before any rounding: 1e-999999999 must not be rescaled digit by digit
+        throw new BadRequestException("ratio", "ratio must be at least 0.000001");
       }
       long ppm = ratio.movePointRight(6).setScale(0, java.math.RoundingMode.HALF_UP).longValue();
       if (ppm < 1) {
@@ -112,15 +116,15 @@ final class RequestParser {
 
   private static long integer(JsonObject o, String field, long min, long max) {
     BigDecimal d = number(o, field);
-    BigInteger i;
-    try {
-      i = d.toBigIntegerExact();
-    } catch (ArithmeticException e) {
+    // range first: 1e999999999 must not be expanded into a BigInteger
+    boolean integral = d.signum() == 0 || d.stripTrailingZeros().scale() <= 0;
+    if (d.compareTo(BigDecimal.valueOf(min)) < 0 || d.compareTo(BigDecimal.valueOf(max)) > 0) {
+      throw new BadRequestException(field, integral ? field + " must be in [" + min + ", " + max + "]"
+          : field + " must be an integer");
+    }
+    if (!integral) {
       throw new BadRequestException(field, field + " must be an integer");
     }
-    if (i.compareTo(BigInteger.valueOf(min)) < 0 || i.compareTo(BigInteger.valueOf(max)) > 0) {
-      throw new BadRequestException(field, field + " must be in [" + min + ", " + max + "]");
-    }
-    return i.longValueExact();
+    return d.longValueExact();
   }
 }

@@ -67,7 +67,7 @@ final class ApiClient implements AutoCloseable {
     return http.send(request, HttpResponse.BodyHandlers.ofString());
   }
 
-  private Response send(String operationId, HttpRequest.Builder request) throws Exception {
+  Response send(String operationId, HttpRequest.Builder request) throws Exception {
     HttpResponse<String> r = http.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
     validate(operationId, r);
     return new Response(r.statusCode(), r.body(), r);

@@ -93,6 +93,58 @@ class CoordinatorApiTest {
   }
 
   @Test
+  void listsOnlyExhaustedOrOnlyNotExhaustedBudgets() throws Exception {
+    api.write("configureBudget", "PUT", "/v1/budgets/spent", "{\"ratio\": 0.1, \"min_retries_per_second\": 0}");
+    api.write("countRequests", "POST", "/v1/budgets/spent/requests", "{\"count\": 10}");
+    api.write("acquireRetries", "POST", "/v1/budgets/spent/retries", "{\"count\": 1}");
+    api.write("countRequests", "POST", "/v1/budgets/fresh/requests", "{\"count\": 10}");
+    var exhausted = api.get("listBudgets", "/v1/budgets?exhausted=true").json().getJsonArray("budgets");
+    assertEquals(1, exhausted.size());
+    assertEquals("spent", exhausted.getJsonObject(0).getString("name"));
+    var notExhausted = api.get("listBudgets", "/v1/budgets?exhausted=false").json().getJsonArray("budgets");
+    assertEquals(1, notExhausted.size());
+    assertEquals("fresh", notExhausted.getJsonObject(0).getString("name"));
+    assertEquals(2, api.get("listBudgets", "/v1/budgets").json().getJsonArray("budgets").size());
+    var bad = api.get("listBudgets", "/v1/budgets?exhausted=yes");
+    assertEquals(400, bad.status());
+    assertEquals("exhausted", bad.json().getString("field"));
+    var unknown = api.get("listBudgets", "/v1/budgets?limit=5");
+    assertEquals(400, unknown.status());
+    assertEquals("limit", unknown.json().getString("field"));
+  }
+
+  @Test
+  void servesItsOpenApiDocument() throws Exception {
+    var doc = api.get("openApi", "/openapi.yaml");
+    assertEquals(200, doc.status());
+    assertEquals(java.nio.file.Files.readString(java.nio.file.Path.of("openapi.yaml")), doc.body(),
+        "the document in the repository, byte for byte");
+  }
+
+  @Test
+  void optionsNamesTheMethodsOfEachPath() throws Exception {
+    for (String[] p : new String[][] {{"optionsBudgets", "/v1/budgets", "GET, HEAD, OPTIONS"},
+        {"optionsBudget", "/v1/budgets/x", "GET, HEAD, OPTIONS, PUT"},
+        {"optionsRetries", "/v1/budgets/x/retries", "POST, OPTIONS"},
+        {"optionsOpenApi", "/openapi.yaml", "GET, HEAD, OPTIONS"}}) {
+      var r = api.send(p[0], HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + coordinator.port() + p[1]))
+          .method("OPTIONS", HttpRequest.BodyPublishers.noBody()));
+      assertEquals(204, r.status(), p[1]);
+      assertTrue(r.raw().headers().firstValue("Allow").orElseThrow().startsWith(p[2]), p[1]);
+    }
+  }
+
+  @Test
+  void aBodyThatIsNotJsonIs415() throws Exception {
+    var r = api.send("configureBudget", HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + coordinator.port()
+            + "/v1/budgets/x")).header("Authorization", "Bearer " + TOKEN).header("Content-Type", "text/plain")
+        .PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")));
+    assertEquals(415, r.status());
+    assertEquals("Content-Type", r.json().getString("field"));
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
   void unknownBudgetIs404AndCreatesNothing() throws Exception {
     var r = api.get("getBudget", "/v1/budgets/nobody");
     assertEquals(404, r.status());

@@ -45,6 +45,55 @@ class CoordinatorConfigTest {
   }
 
   @Test
+  void httpLimitsHaveDefaultsAndAreRead() {
+    assertEquals(new HttpLimits(10_000, 10_000, 30_000, 60_000), CoordinatorConfig.fromEnvironment(Map.of()).http());
+    assertEquals(new HttpLimits(5, 100, 200, 300), CoordinatorConfig.fromEnvironment(Map.of(
+        "COORDINATOR_MAX_CONNECTIONS", "5", "COORDINATOR_HEADER_TIMEOUT_MS", "100",
+        "COORDINATOR_BODY_TIMEOUT_MS", "200", "COORDINATOR_IDLE_TIMEOUT_MS", "300")).http());
+    assertMessage("COORDINATOR_MAX_CONNECTIONS", Map.of("COORDINATOR_MAX_CONNECTIONS", "0"));
+    assertMessage("COORDINATOR_HEADER_TIMEOUT_MS", Map.of("COORDINATOR_HEADER_TIMEOUT_MS", "ten"));
+    assertMessage("COORDINATOR_BODY_TIMEOUT_MS", Map.of("COORDINATOR_BODY_TIMEOUT_MS", "-1"));
+    assertMessage("COORDINATOR_IDLE_TIMEOUT_MS", Map.of("COORDINATOR_IDLE_TIMEOUT_MS", "99"));
+  }
+
+  @Test
+  void aTokenWithWhitespaceIsTrimmedWithAWarning() {
+    CoordinatorConfig c = CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_TOKEN", "  s3cret\n"));
+    assertEquals("s3cret", c.token());
+    assertEquals(1, c.warnings().size());
+    assertTrue(c.warnings().get(0).contains("trimmed") && !c.warnings().get(0).contains("s3cret"), c.warnings().toString());
+    assertTrue(CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_TOKEN", "s3cret")).warnings().isEmpty());
+  }
+
+  @Test
+  void aPlaceholderTokenIsRefusedWithHowToSetOne() {
+    for (String placeholder : List.of("replace-me-with-a-long-random-token", "changeme", "REPLACE-ME")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_TOKEN", placeholder)));
+      assertTrue(e.getMessage().startsWith("COORDINATOR_TOKEN is a placeholder"), e.getMessage());
+      assertTrue(e.getMessage().contains("openssl rand -hex 24"), e.getMessage());
+    }
+    assertMessage("COORDINATOR_TOKEN", Map.of("COORDINATOR_TOKEN", "has space"));
+  }
+
+  @Test
+  void aRedisUrlThatCannotBeParsedNeverShowsItsPassword() {
+    for (String url : List.of("redis://:pa/ss@redis:6379", "redis://:p@ss@redis:6379", "redis://:secret@", "redis://:pw@h:99999")) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> CoordinatorConfig.fromEnvironment(Map.of("REDIS_URL", url)));
+      assertTrue(e.getMessage().startsWith("REDIS_URL"), e.getMessage());
+      assertTrue(e.getMessage().contains("percent-encoded"), e.getMessage());
+      assertFalse(e.getMessage().contains("pa/ss") || e.getMessage().contains("p@ss") || e.getMessage().contains("secret")
+          || e.getMessage().contains("ss@"), e.getMessage());
+    }
+    CoordinatorConfig encoded = CoordinatorConfig.fromEnvironment(Map.of("REDIS_URL", "redis://:pa%2Fss%40x@redis:6379"));
+    assertEquals("redis://***@redis:6379", encoded.describeRedis());
+    assertEquals("redis:6379", encoded.redisEndpoint());
+    assertEquals("pa/ss@x", new String(CoordinatorConfig.parseRedisUrl(encoded.redisUrl()).getCredentialsProvider()
+        .resolveCredentials().block().getPassword()), "Lettuce reads the percent-encoded password");
+  }
+
+  @Test
   void neverLogsAPassword() {
     assertEquals("redis://***@redis:6379", CoordinatorConfig.fromEnvironment(Map.of("REDIS_URL", "redis://:pw@redis:6379"))
         .describeRedis());

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * down cleanly, stopping its Redis.
  */
 class MainProcessTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
 
   @Test
   void runsOnItsOwnRedisAndStopsCleanlyOnSigterm(@TempDir Path dir) throws Exception {
@@ -51,7 +54,7 @@ class MainProcessTest {
           .map(l -> l.substring(l.indexOf("Bearer ") + 7).trim()).orElseThrow(() -> new AssertionError("no token printed: " + started));
       assertTrue(started.stream().anyMatch(l -> l.contains("started a local Redis")), started.toString());
       HttpResponse<String> put = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/budgets/demo"))
-          .header("Authorization", "Bearer " + token).PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")).build(),
+          .header("Authorization", "Bearer " + token).header("Content-Type", "application/json").PUT(HttpRequest.BodyPublishers.ofString("{\"ratio\": 0.1}")).build(),
           HttpResponse.BodyHandlers.ofString());
       assertEquals(200, put.statusCode(), put.body());
 
@@ -68,6 +71,31 @@ class MainProcessTest {
     } finally {
       p.destroyForcibly();
       p.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+    }
+  }
+
+  @Test
+  void aBusyPortIsOneLineNamingThePortAndTheVariable(@TempDir Path dir) throws Exception {
+    try (java.net.ServerSocket taken = new java.net.ServerSocket(0)) {
+      Path log = dir.resolve("busy.log");
+      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+      ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+          "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
+      pb.environment().put("REDIS_URL", redis.uri());
+      pb.environment().put("COORDINATOR_PORT", Integer.toString(taken.getLocalPort()));
+      pb.environment().put("COORDINATOR_TOKEN", "busy-port-token");
+      Process p = pb.start();
+      try {
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "exits");
+        assertEquals(1, p.exitValue());
+        List<String> errors = lines(log).stream().filter(l -> l.startsWith("coordinator did not start")).toList();
+        assertEquals(1, errors.size(), lines(log).toString());
+        assertTrue(errors.get(0).contains("port " + taken.getLocalPort()) && errors.get(0).contains("COORDINATOR_PORT"),
+            errors.get(0));
+        assertTrue(lines(log).stream().noneMatch(l -> l.startsWith("\tat ")), "no stack trace: " + lines(log));
+      } finally {
+        p.destroyForcibly();
+      }
     }
   }
 

@@ -45,7 +45,7 @@ class PermitConcurrencyTest {
           // one HTTP client (and connection pool) per simulated caller
           HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
           for (int j = 0; j < perClient; j++) {
-            HttpRequest r = HttpRequest.newBuilder(uri).header("Authorization", "Bearer t")
+            HttpRequest r = HttpRequest.newBuilder(uri).header("Authorization", "Bearer t").header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"count\": 1}")).timeout(Duration.ofSeconds(10)).build();
             HttpResponse<String> response = http.send(r, HttpResponse.BodyHandlers.ofString());
             switch (response.statusCode()) {

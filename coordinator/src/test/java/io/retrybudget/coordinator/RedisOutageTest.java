@@ -36,6 +36,9 @@ class RedisOutageTest {
         long ms = (System.nanoTime() - start) / 1_000_000;
         assertEquals(503, r.status(), r.body());
         assertTrue(ms < 1500, w[2] + " took " + ms + " ms");
+        String error = r.json().getString("error");
+        assertTrue(error.contains("127.0.0.1:" + redis.server().port()), "names where Redis is: " + error);
+        assertTrue(error.contains("connection refused") || error.contains("not connected"), "names the cause: " + error);
       }
       assertEquals(503, api.get("getBudget", "/v1/budgets/outage").status());
       assertEquals(503, api.get("listBudgets", "/v1/budgets").status());
@@ -46,6 +49,40 @@ class RedisOutageTest {
       System.out.println("permits granted again " + back + " ms after Redis restarted");
       assertEquals(200, api.get("ready", "/health/ready").status());
       assertEquals(200, api.get("getBudget", "/v1/budgets/outage").status());
+    }
+  }
+
+  @Test
+  void aRedisThatDoesNotAnswerIsNamedInThe503() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/slow/requests", "{\"count\": 1}").status());
+      redis.server().pause(); // SIGSTOP: connected, silent
+      try {
+        var r = api.write("countRequests", "POST", "/v1/budgets/slow/requests", "{\"count\": 1}");
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.json().getString("error").contains("did not answer within 1000 ms"), r.body());
+        assertTrue(r.json().getString("error").contains("127.0.0.1:" + redis.server().port()), r.body());
+      } finally {
+        redis.server().resume();
+      }
+    }
+  }
+
+  @Test
+  void aRedisOutOfMemoryIsNamedInThe503() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      redis.server().call("CONFIG", "SET", "maxmemory", "1");
+      try {
+        var r = api.write("countRequests", "POST", "/v1/budgets/oom/requests", "{\"count\": 1}");
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.json().getString("error").contains("out of memory"), r.body());
+      } finally {
+        redis.server().call("CONFIG", "SET", "maxmemory", "0");
+      }
     }
   }
 

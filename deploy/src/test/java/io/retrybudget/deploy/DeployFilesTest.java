@@ -56,6 +56,8 @@ class DeployFilesTest {
     assertTrue(df.contains("-pl coordinator -am package"), "builds the module the README builds");
     assertTrue(df.contains("/src/coordinator/target/coordinator.jar"));
     assertTrue(Files.exists(Path.of("../coordinator/target/coordinator.jar")), "the jar the image copies is what the build makes");
+    Matcher entry = Pattern.compile("(?m)^ENTRYPOINT (.*)$").matcher(df);
+    assertTrue(entry.find() && entry.group(1).contains("\"-XX:+ExitOnOutOfMemoryError\""), "exits on OutOfMemoryError");
     Matcher user = Pattern.compile("(?m)^USER (\\d+)").matcher(df);
     assertTrue(user.find() && !user.group(1).equals("0"), "runs as a non-root user");
     assertTrue(df.indexOf("FROM ") != df.lastIndexOf("FROM "), "multi-stage");
@@ -78,6 +80,11 @@ class DeployFilesTest {
     String budgetsMount = volumes.stream().filter(v -> v.startsWith("./budgets.json:")).findFirst().orElseThrow();
     assertEquals(env.get("COORDINATOR_BUDGETS_FILE"), budgetsMount.split(":")[1]);
     assertFalse(BudgetsFile.read(DeployFiles.path("budgets.json")).isEmpty(), "the example budgets file is valid");
+    assertTrue(List.of("always", "unless-stopped", "on-failure").contains(coordinator.get("restart")),
+        "Compose restarts a coordinator that exited (on OutOfMemoryError): " + coordinator.get("restart"));
+    Map<String, Object> nofile = at(coordinator, "ulimits", "nofile");
+    assertTrue((int) nofile.get("soft") > CoordinatorConfig.fromEnvironment(Map.of()).http().maxConnections(),
+        "descriptors for the connection cap");
     List<String> redisCommand = at(compose, "services", "redis", "command");
     assertTrue(redisCommand.contains("--appendonly"), "Redis keeps the budget configuration");
     // Prometheus gets the files its config names
@@ -107,12 +114,20 @@ class DeployFilesTest {
     Map<String, Object> secret = DeployFiles.yaml("k8s/base/secret.yaml");
     Map<String, Object> container = at(deployment, "spec", "template", "spec", "containers", 0);
     assertEquals(PORT, (int) at(container, "ports", 0, "containerPort"));
+    List<String> command = at(container, "command");
+    assertTrue(command.contains("-XX:+ExitOnOutOfMemoryError"), "the pod's JVM exits on OutOfMemoryError: " + command);
+    assertEquals("/app/coordinator.jar", command.get(command.size() - 1), "the jar the image holds");
+    assertTrue(DeployFiles.text("Dockerfile").contains("/app/coordinator.jar"));
     assertEquals("/health/live", at(container, "livenessProbe", "httpGet", "path"));
     assertEquals("/health/ready", at(container, "readinessProbe", "httpGet", "path"));
     assertEquals("http", at(container, "ports", 0, "name"));
     assertEquals("http", at(container, "readinessProbe", "httpGet", "port"));
     Map<String, Object> cmData = at(configMap, "data");
     Map<String, Object> secretData = at(secret, "stringData");
+    IllegalArgumentException placeholder = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_TOKEN", (String) secretData.get("COORDINATOR_TOKEN"))),
+        "the example Secret's placeholder token is refused at start");
+    assertTrue(placeholder.getMessage().contains("openssl rand"), placeholder.getMessage());
     List<Map<String, Object>> env = at(container, "env");
     Set<String> names = new HashSet<>();
     for (Map<String, Object> e : env) {
@@ -153,6 +168,14 @@ class DeployFilesTest {
         assertTrue(Files.exists(DeployFiles.path(k).resolve(r)), k + " names " + r);
       }
     }
+  }
+
+  @Test
+  void theDocumentedRunLineExitsOnOutOfMemory() throws Exception {
+    String readme = Files.readString(Path.of("../coordinator/README.md"));
+    Matcher run = Pattern.compile("(?m)^\\s+java (.*)-jar coordinator/target/coordinator.jar").matcher(readme);
+    assertTrue(run.find(), "the README's run line");
+    assertTrue(run.group(1).contains("-XX:+ExitOnOutOfMemoryError"), run.group());
   }
 
   @Test

@@ -213,7 +213,7 @@ class PrometheusEndToEndTest {
 
   private int put(int port, String body) throws Exception {
     return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/budgets/" + BUDGET))
-        .header("Authorization", "Bearer t").PUT(HttpRequest.BodyPublishers.ofString(body)).build(),
+        .header("Authorization", "Bearer t").header("Content-Type", "application/json").PUT(HttpRequest.BodyPublishers.ofString(body)).build(),
         HttpResponse.BodyHandlers.ofString()).statusCode();
   }
 

@@ -1,0 +1,481 @@
+package io.retrybudget.coordinator;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.util.ReferenceCountUtil;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.json.JsonObject;
+import java.nio.charset.StandardCharsets;
+import java.util.EnumMap;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Every HTTP connection's budget of sockets, time and bytes, enforced below Vert.x (on the
+ * listening socket and in each connection's Netty pipeline), so that nothing an unauthenticated
+ * client sends costs more than a bounded amount:
+ * <ul>
+ *   <li>at most {@link HttpLimits#maxConnections()} open connections; at the cap a new connection
+ *       closes the one that has waited longest for a request (an idle keep-alive or one still in
+ *       its headers), and when every connection carries a request the new one is closed at once,
+ *       before Vert.x sees it;</li>
+ *   <li>one deadline per connection for the phase it is in: headers (from the accept or the first
+ *       byte of a request), body (from the end of the headers), answer (from the end of the body to
+ *       the last byte written) and idle keep-alive; a sweep closes connections past theirs;</li>
+ *   <li>requests Vert.x should never see are answered here, before any metric or body work:
+ *       unknown methods (501), undecodable request lines or headers (400, 414, 431), and
+ *       Content-Length with Transfer-Encoding (400, then close);</li>
+ *   <li>an answer that carries {@code Connection: close} before its request body was read ends in
+ *       a lingering close: output shut, the rest of the body discarded (at most 256 KiB, 2 s), so
+ *       the client reads the answer instead of a reset and no body is held.</li>
+ * </ul>
+ * Connection state changes on the connection's event loop; the sweep and the accept read it from
+ * the acceptor thread, hence the volatile fields.
+ */
+@ChannelHandler.Sharable
+final class ConnectionGuard extends ChannelInboundHandlerAdapter {
+  private static final Logger LOG = Logger.getLogger(ConnectionGuard.class.getName());
+  /** Standard methods (RFC 9110 section 9 and RFC 5789); anything else is 501 here. */
+  static final Set<String> KNOWN_METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS",
+      "TRACE", "PATCH");
+  static final long LINGER_MILLIS = 2_000;
+  static final long LINGER_MAX_BYTES = 256 * 1024;
+  /** Accepted connections waiting for the event loop to set them up, at most. */
+  private static final int MAX_SETTING_UP = 64;
+
+  enum Reason {
+    REFUSED, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
+
+    String tag() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  private enum Phase { HEADERS, BODY, ANSWER, IDLE, LINGER }
+
+  private final HttpLimits limits;
+  private final HttpServerOptions serverOptions;
+  private final long headerNanos;
+  private final long bodyNanos;
+  private final long idleNanos;
+  private final AtomicInteger open = new AtomicInteger();
+  /** Evicted, not closed yet. */
+  private final AtomicInteger evicting = new AtomicInteger();
+  private final Set<Conn> all = ConcurrentHashMap.newKeySet();
+  /** Connections without a request in progress, longest waiting first; guarded by itself. */
+  private final LinkedHashSet<Conn> waiting = new LinkedHashSet<>();
+  private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
+  /** Accepted, not yet set up by the event loop: while many are, accepting pauses (see {@link #channelRead}). */
+  private final AtomicInteger settingUp = new AtomicInteger();
+  private volatile Channel listener;
+  private final AtomicBoolean sweeping = new AtomicBoolean();
+  private volatile ScheduledFuture<?> sweep;
+
+  ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry) {
+    this.limits = limits;
+    this.serverOptions = serverOptions;
+    this.headerNanos = TimeUnit.MILLISECONDS.toNanos(limits.headerTimeoutMillis());
+    this.bodyNanos = TimeUnit.MILLISECONDS.toNanos(limits.bodyTimeoutMillis());
+    this.idleNanos = TimeUnit.MILLISECONDS.toNanos(limits.idleTimeoutMillis());
+    Gauge.builder("retry.budget.http.connections", open, AtomicInteger::get)
+        .description("Open HTTP connections (at most COORDINATOR_MAX_CONNECTIONS)").register(registry);
+    for (Reason r : Reason.values()) {
+      closed.put(r, Counter.builder("retry.budget.http.connections.closed").tag("reason", r.tag())
+          .description("HTTP connections the coordinator closed to protect itself, by reason").register(registry));
+    }
+  }
+
+  int open() {
+    return open.get();
+  }
+
+  /** Connections without a request in progress (the ones a newcomer at the cap may replace). */
+  int waiting() {
+    synchronized (waiting) {
+      return waiting.size();
+    }
+  }
+
+  // --- the listening socket -------------------------------------------------------------------
+
+  @Override
+  public void handlerAdded(ChannelHandlerContext ctx) {
+    if (sweeping.compareAndSet(false, true)) {
+      long every = limits.sweepMillis();
+      sweep = ctx.executor().scheduleAtFixedRate(this::sweep, every, every, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+    ScheduledFuture<?> s = sweep;
+    if (s != null) {
+      s.cancel(false);
+    }
+    super.channelInactive(ctx);
+  }
+
+  /** An accepted connection, before Vert.x (the acceptor thread). */
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    Channel child = (Channel) msg;
+    // an evicted connection still closing no longer counts: the accept gating below bounds how many
+    // can be closing at once, so descriptors stay within the cap plus a few dozen
+    int now = open.get() - evicting.get();
+    if (now >= limits.maxConnections() && !evictLongestWaiting()) {
+      closed.get(Reason.REFUSED).increment();
+      child.unsafe().closeForcibly();
+      return;
+    }
+    open.incrementAndGet();
+    if (settingUp.incrementAndGet() >= MAX_SETTING_UP) {
+      // the acceptor outruns the event loop: let the kernel queue hold the rest, so the event loop's
+      // own queue (where a health probe's connection waits too) stays short
+      listener = ctx.channel();
+      ctx.channel().config().setAutoRead(false);
+      if (settingUp.get() < MAX_SETTING_UP / 2) {
+        ctx.channel().config().setAutoRead(true); // the event loop caught up meanwhile
+      }
+    }
+    Conn c = new Conn(child);
+    all.add(c);
+    synchronized (waiting) {
+      waiting.add(c);
+    }
+    child.closeFuture().addListener(f -> {
+      open.decrementAndGet();
+      all.remove(c);
+      synchronized (waiting) {
+        waiting.remove(c);
+      }
+    });
+    child.pipeline().addFirst("rb-raw", c.raw);
+    ctx.fireChannelRead(child);
+  }
+
+  private boolean evictLongestWaiting() {
+    Conn victim;
+    synchronized (waiting) {
+      Iterator<Conn> it = waiting.iterator();
+      if (!it.hasNext()) {
+        return false;
+      }
+      victim = it.next();
+      it.remove();
+    }
+    if (victim.closing.get()) {
+      return true; // closing anyway (a deadline passed): its descriptor is on its way back
+    }
+    evicting.incrementAndGet();
+    victim.ch.closeFuture().addListener(f -> evicting.decrementAndGet());
+    victim.closeFor(Reason.EVICTED);
+    return true;
+  }
+
+  private void sweep() {
+    long now = System.nanoTime();
+    for (Conn c : all) {
+      if (now - c.deadline > 0) {
+        Phase p = c.phase;
+        c.closeFor(switch (p) {
+          case HEADERS -> Reason.HEADER_TIMEOUT;
+          case BODY -> Reason.BODY_TIMEOUT;
+          case ANSWER -> Reason.RESPONSE_TIMEOUT;
+          case IDLE -> Reason.IDLE_TIMEOUT;
+          case LINGER -> null;
+        });
+      }
+    }
+  }
+
+  // --- one connection ---------------------------------------------------------------------------
+
+  private final class Conn {
+    final Channel ch;
+    final AtomicBoolean closing = new AtomicBoolean();
+    volatile Phase phase = Phase.HEADERS;
+    volatile long deadline;
+    // the connection's event loop only:
+    int inFlight; // requests handed to Vert.x whose answer is not written yet
+    boolean bodyPending; // the latest request's body has not ended
+    boolean closeAfterAnswer;
+    boolean swallow; // drop decoded messages up to the end of a refused request
+    boolean discarding; // lingering: raw bytes are dropped
+    long discarded;
+    final RawWatch raw = new RawWatch();
+    final Gate gate = new Gate();
+
+    Conn(Channel ch) {
+      this.ch = ch;
+      this.deadline = System.nanoTime() + headerNanos;
+    }
+
+    private boolean counted;
+
+    /** Once per connection: it no longer waits for the event loop. */
+    void setUp() {
+      if (!counted) {
+        counted = true;
+        if (settingUp.decrementAndGet() < MAX_SETTING_UP / 2) {
+          Channel l = listener;
+          if (l != null && !l.config().isAutoRead()) {
+            l.config().setAutoRead(true);
+          }
+        }
+      }
+    }
+
+    void closeFor(Reason reason) {
+      if (closing.compareAndSet(false, true)) {
+        if (reason != null) {
+          closed.get(reason).increment();
+        }
+        ch.close();
+      }
+    }
+
+    void enter(Phase p, long timeoutNanos) {
+      deadline = System.nanoTime() + timeoutNanos;
+      phase = p;
+    }
+
+    void waitForRequest() {
+      enter(Phase.IDLE, idleNanos);
+      synchronized (waiting) {
+        waiting.add(this);
+      }
+    }
+
+    void requestStarted() {
+      synchronized (waiting) {
+        waiting.remove(this);
+      }
+      inFlight++;
+      bodyPending = true;
+      enter(Phase.BODY, bodyNanos);
+    }
+
+    void requestEnded() {
+      bodyPending = false;
+      if (phase == Phase.BODY) {
+        enter(Phase.ANSWER, bodyNanos);
+      }
+    }
+
+    void answerWritten() {
+      inFlight--;
+      if (closeAfterAnswer) {
+        lingerOrClose();
+      } else if (inFlight <= 0) {
+        inFlight = 0;
+        if (bodyPending) {
+          // answered before its body ended and kept alive: the rest of the body must come in time
+          enter(Phase.BODY, bodyNanos);
+        } else {
+          waitForRequest();
+        }
+      } else {
+        enter(phase, bodyNanos); // a pipelined request is next
+      }
+    }
+
+    /** After an answer with Connection: close. */
+    void lingerOrClose() {
+      if (!bodyPending || !(ch instanceof SocketChannel s)) {
+        ch.close();
+        return;
+      }
+      discarding = true;
+      enter(Phase.LINGER, TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
+      s.shutdownOutput();
+      // the rest of the body is not even read: the client has the answer and the FIN; what it still
+      // sends waits in the kernel until the close at the deadline (or is dropped when it ends first)
+      s.config().setAutoRead(false);
+    }
+
+    /** Installs the gate once Vert.x has set up the HTTP/1.x pipeline. */
+    void install(ChannelPipeline p) {
+      if (p.get("httpDecoder") == null || p.get("handler") == null) {
+        LOG.severe("unexpected HTTP pipeline " + p.names() + ": closing the connection");
+        ch.close();
+        return;
+      }
+      p.replace("httpDecoder", "httpDecoder", new StrictRequestDecoder(serverOptions));
+      p.addBefore("handler", "rb-gate", gate);
+    }
+
+    /** Raw bytes, first in the pipeline. */
+    final class RawWatch extends ChannelInboundHandlerAdapter {
+      @Override
+      public void channelActive(ChannelHandlerContext ctx) throws Exception {
+        setUp();
+        install(ctx.pipeline());
+        super.channelActive(ctx);
+      }
+
+      @Override
+      public void channelUnregistered(ChannelHandlerContext ctx) throws Exception {
+        setUp(); // closed before it was active
+        super.channelUnregistered(ctx);
+      }
+
+      @Override
+      public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (discarding) {
+          if (msg instanceof ByteBuf b) {
+            discarded += b.readableBytes();
+          }
+          ReferenceCountUtil.release(msg);
+          if (discarded > LINGER_MAX_BYTES) {
+            ch.close();
+          }
+          return;
+        }
+        if (phase == Phase.IDLE) {
+          enter(Phase.HEADERS, headerNanos); // still waiting (evictable) until the headers end
+        }
+        ctx.fireChannelRead(msg);
+      }
+    }
+
+    /** Decoded HTTP/1.x messages, just before Vert.x. */
+    final class Gate extends ChannelDuplexHandler {
+      @Override
+      public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (swallow || discarding) {
+          if (msg instanceof LastHttpContent) {
+            swallow = false;
+          }
+          ReferenceCountUtil.release(msg);
+          return;
+        }
+        if (msg instanceof HttpRequest req) {
+          Refusal refusal = refusal(req);
+          if (refusal != null) {
+            boolean whole = msg instanceof LastHttpContent;
+            ReferenceCountUtil.release(msg);
+            swallow = !whole;
+            refuse(ctx, refusal);
+            return;
+          }
+          requestStarted();
+        }
+        boolean last = msg instanceof LastHttpContent;
+        if (last) {
+          requestEnded();
+        }
+        ctx.fireChannelRead(msg);
+      }
+
+      @Override
+      public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        boolean finalAnswer = true;
+        if (msg instanceof HttpResponse r) {
+          finalAnswer = r.status().code() >= 200;
+          if (finalAnswer && r.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true)) {
+            closeAfterAnswer = true;
+          }
+        }
+        if (finalAnswer && msg instanceof LastHttpContent) {
+          ChannelPromise p = promise.unvoid();
+          p.addListener(f -> answerWritten());
+          ctx.write(msg, p);
+        } else {
+          ctx.write(msg, promise);
+        }
+      }
+
+      private void refuse(ChannelHandlerContext ctx, Refusal r) {
+        if (inFlight > 0) {
+          // pipelined behind a request Vert.x still answers: answers cannot overtake it
+          ch.close();
+          return;
+        }
+        byte[] body = r.json().getBytes(StandardCharsets.UTF_8);
+        DefaultFullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, r.status(),
+            Unpooled.wrappedBuffer(body));
+        HttpHeaders h = res.headers();
+        h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        h.set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        if (!r.keepAlive()) {
+          h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        }
+        if (r.keepAlive()) {
+          ctx.writeAndFlush(res);
+          enter(Phase.IDLE, idleNanos);
+        } else {
+          bodyPending = swallow;
+          ctx.writeAndFlush(res).addListener(f -> lingerOrClose());
+          discarding = true;
+        }
+      }
+    }
+  }
+
+  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
+    String json() {
+      return new JsonObject().put("error", message).put("field", field).encode();
+    }
+  }
+
+  private static Refusal refusal(HttpRequest req) {
+    if (req.decoderResult().isFailure()) {
+      Throwable cause = req.decoderResult().cause();
+      if (cause instanceof StrictRequestDecoder.LengthAndTransferEncoding) {
+        return new Refusal(HttpResponseStatus.BAD_REQUEST, "header",
+            "Content-Length and Transfer-Encoding must not be sent together", false);
+      }
+      if (cause instanceof TooLongHttpLineException) {
+        return new Refusal(HttpResponseStatus.REQUEST_URI_TOO_LONG, "path", "request line too long", false);
+      }
+      if (cause instanceof TooLongHttpHeaderException || cause instanceof TooLongFrameException) {
+        return new Refusal(HttpResponseStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "header", "headers too large", false);
+      }
+      LOG.log(Level.FINE, "undecodable request", cause);
+      return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", "malformed request line or header", false);
+    }
+    String method = req.method().name();
+    if (!KNOWN_METHODS.contains(method)) {
+      HttpHeaders h = req.headers();
+      boolean noBody = !h.contains(HttpHeaderNames.TRANSFER_ENCODING)
+          && (!h.contains(HttpHeaderNames.CONTENT_LENGTH) || "0".equals(h.get(HttpHeaderNames.CONTENT_LENGTH)));
+      boolean keepAlive = noBody && req.protocolVersion() == HttpVersion.HTTP_1_1
+          && !h.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
+      return new Refusal(HttpResponseStatus.NOT_IMPLEMENTED, "method", "unknown method", keepAlive);
+    }
+    return null;
+  }
+}

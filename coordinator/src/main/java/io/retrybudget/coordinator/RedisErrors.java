@@ -1,0 +1,62 @@
+package io.retrybudget.coordinator;
+
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
+import java.net.ConnectException;
+import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * What an operator should read when a Redis call fails: the cause in words (connection refused by
+ * host:port, timeout, out of memory, ...), built from the configured endpoint and the error's type,
+ * never from a URL (so never a password). Pure.
+ */
+final class RedisErrors {
+  private RedisErrors() {}
+
+  /**
+   * @param endpoint where Redis is, without credentials ({@link CoordinatorConfig#redisEndpoint()})
+   * @param timeoutMillis the command timeout
+   */
+  static String describe(Throwable failure, String endpoint, long timeoutMillis) {
+    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof RedisCommandTimeoutException || t instanceof TimeoutException) {
+        return "Redis at " + endpoint + " did not answer within " + timeoutMillis + " ms";
+      }
+      if (t instanceof ConnectException || contains(t, "Connection refused")) {
+        return "connection refused by Redis at " + endpoint;
+      }
+      if (t instanceof RedisCommandExecutionException) {
+        String code = errorCode(t.getMessage());
+        if (code.equals("OOM")) {
+          return "Redis at " + endpoint + " is out of memory (OOM: maxmemory reached, writes refused)";
+        }
+        return "Redis at " + endpoint + " refused the command" + (code.isEmpty() ? "" : " (" + code + ")");
+      }
+    }
+    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof RedisConnectionException || t instanceof ClosedChannelException
+          || contains(t, "not connected") || contains(t, "Connection closed")) {
+        return "not connected to Redis at " + endpoint + " (reconnecting)";
+      }
+    }
+    return "Redis call to " + endpoint + " failed (" + failure.getClass().getSimpleName() + ")";
+  }
+
+  /** The leading upper-case word of a Redis error reply ("OOM", "LOADING", "READONLY"), else "". */
+  static String errorCode(String message) {
+    if (message == null) {
+      return "";
+    }
+    int end = 0;
+    while (end < message.length() && end < 20 && Character.isUpperCase(message.charAt(end))) {
+      end++;
+    }
+    return end > 1 && (end == message.length() || message.charAt(end) == ' ') ? message.substring(0, end) : "";
+  }
+
+  private static boolean contains(Throwable t, String text) {
+    return t.getMessage() != null && t.getMessage().contains(text);
+  }
+}

@@ -1,0 +1,385 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersEncoder;
+import io.netty.handler.codec.http2.Http2Headers;
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.json.JsonObject;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * HTTP by the book and bounded metrics, over raw sockets against the real server and a real Redis:
+ * what a careless or hostile client sends, byte for byte.
+ */
+class HttpHardeningTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+  static final String TOKEN = "hardening-token";
+  static Coordinator coordinator;
+  static int port;
+
+  @BeforeAll
+  static void start() throws Exception {
+    coordinator = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN)));
+    port = coordinator.port();
+  }
+
+  @AfterAll
+  static void stop() {
+    coordinator.close();
+  }
+
+  @BeforeEach
+  void clean() {
+    redis.flushAll();
+  }
+
+  private static String request(String method, String path, String... headers) {
+    return requestWithBody(method, path, null, headers);
+  }
+
+  private static String requestWithBody(String method, String path, String body, String... headers) {
+    StringBuilder b = new StringBuilder(method).append(' ').append(path).append(" HTTP/1.1\r\nHost: t\r\n");
+    for (String h : headers) {
+      b.append(h).append("\r\n");
+    }
+    if (body != null) {
+      b.append("Content-Length: ").append(body.getBytes(StandardCharsets.UTF_8).length).append("\r\n");
+    }
+    return b.append("\r\n").append(body == null ? "" : body).toString();
+  }
+
+  private static String put(String name, String json, String... headers) {
+    return requestWithBody("PUT", "/v1/budgets/" + name, json, headers);
+  }
+
+  @Test
+  void methodNotAllowedCarriesAllowAndOptionsAnswersIt() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer patch = c.send(request("PATCH", "/v1/budgets/x")).read();
+      assertEquals(405, patch.status());
+      assertEquals("GET, HEAD, OPTIONS, PUT", patch.header("allow"));
+      assertEquals("method", new JsonObject(patch.body()).getString("field"));
+      RawHttp.Answer options = c.send(request("OPTIONS", "/v1/budgets/x/retries")).read();
+      assertEquals(204, options.status());
+      assertEquals("POST, OPTIONS", options.header("allow"));
+      RawHttp.Answer post = c.send(request("POST", "/health/live")).read();
+      assertEquals(405, post.status());
+      assertEquals("GET, HEAD, OPTIONS", post.header("allow"));
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"/v1/budgets", "/v1/budgets/x", "/metrics", "/health/live", "/health/ready", "/openapi.yaml"})
+  void headWhereverGet(String path) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer head = c.send(request("HEAD", path)).readHeadOnly();
+      RawHttp.Answer get = c.send(request("GET", path)).read();
+      assertEquals(get.status(), head.status(), path);
+      assertEquals(get.header("content-type"), head.header("content-type"), path);
+      assertTrue(c.send(request("OPTIONS", path)).read().header("allow").startsWith("GET, HEAD, OPTIONS"), path);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"Bearer", "bearer", "BEARER", "bEaReR"})
+  void theBearerSchemeIsCaseInsensitive(String scheme) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(put("x", "{\"ratio\": 0.1}", "Authorization: " + scheme + " " + TOKEN,
+          "Content-Type: application/json")).read();
+      assertEquals(200, r.status(), r.body());
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"Basic " + TOKEN, "Bearer", "Bearer " + TOKEN + "x", "Bearer" + TOKEN, "Token " + TOKEN})
+  void otherCredentialsAre401(String authorization) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(put("x", "{\"ratio\": 0.1}", "Authorization: " + authorization,
+          "Content-Type: application/json")).read();
+      assertEquals(401, r.status(), r.body());
+      assertEquals("Bearer", r.header("www-authenticate"));
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void contentLengthWithTransferEncodingIs400AndTheConnectionCloses() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send("PUT /v1/budgets/x HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
+          + "\r\nContent-Type: application/json\r\nContent-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n"
+          + "e\r\n{\"ratio\": 0.1}\r\n0\r\n\r\n"
+          + "GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n").read();
+      assertEquals(400, r.status());
+      assertEquals("header", new JsonObject(r.body()).getString("field"));
+      assertEquals("close", r.header("connection"));
+      assertTrue(c.closedByServer(), "closed, the smuggled request after it never answered");
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing written");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"{\"ratio\": 0.1 /* c */}", "{\"ratio\": 0.1 // c\n}", "{\"ratio\": 0.1,}", "{'ratio': 0.1}",
+      "{\"ratio\": 0.1} {}", "{\"ratio\": NaN}"})
+  void jsonIsStrict(String body) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(put("x", body, "Authorization: Bearer " + TOKEN, "Content-Type: application/json")).read();
+      assertEquals(400, r.status(), body);
+      assertEquals("body", new JsonObject(r.body()).getString("field"), r.body());
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing written");
+  }
+
+  @Test
+  void aDuplicateKeyIs400NamingTheKey() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(requestWithBody("POST", "/v1/budgets/x/requests", "{\"count\":1,\"count\":2}",
+          "Authorization: Bearer " + TOKEN, "Content-Type: application/json")).read();
+      assertEquals(400, r.status());
+      assertEquals("count", new JsonObject(r.body()).getString("field"), r.body());
+      RawHttp.Answer deep = c.send(requestWithBody("POST", "/v1/budgets/x/requests", "[".repeat(30_000),
+          "Authorization: Bearer " + TOKEN, "Content-Type: application/json")).read();
+      assertEquals(400, deep.status(), "30,000-deep nesting");
+      RawHttp.Answer huge = c.send(requestWithBody("POST", "/v1/budgets/x/requests", "{\"count\": 1e999999999}",
+          "Authorization: Bearer " + TOKEN, "Content-Type: application/json")).read();
+      assertEquals(400, huge.status(), "a huge exponent is refused, not expanded");
+      assertEquals("count", new JsonObject(huge.body()).getString("field"));
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"", "Content-Type: text/plain", "Content-Type: application/x-www-form-urlencoded",
+      "Content-Type: application/jsonx"})
+  void bodiesMustBeJson(String contentType) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      String[] headers = contentType.isEmpty() ? new String[] {"Authorization: Bearer " + TOKEN}
+          : new String[] {"Authorization: Bearer " + TOKEN, contentType};
+      RawHttp.Answer r = c.send(put("x", "{\"ratio\": 0.1}", headers)).read();
+      assertEquals(415, r.status(), contentType);
+      assertEquals("Content-Type", new JsonObject(r.body()).getString("field"));
+      assertEquals("close", r.header("connection"), "answered before the body was read");
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer ok = c.send(put("x", "{\"ratio\": 0.1}", "Authorization: Bearer " + TOKEN,
+          "Content-Type: Application/JSON; charset=utf-8")).read();
+      assertEquals(200, ok.status(), "media type case-insensitive, parameters allowed");
+    }
+  }
+
+  @Test
+  void errorsNameTheRealField() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer badPath = c.send(request("GET", "/v1/budgets/%ZZ")).read();
+      assertEquals(400, badPath.status());
+      assertEquals("path", new JsonObject(badPath.body()).getString("field"));
+      RawHttp.Answer notFound = c.send(request("GET", "/v2/nothing")).read();
+      assertEquals(404, notFound.status());
+      assertEquals("path", new JsonObject(notFound.body()).getString("field"));
+      RawHttp.Answer query = c.send(request("GET", "/v1/budgets/x?verbose=1")).read();
+      assertEquals(400, query.status());
+      assertEquals("verbose", new JsonObject(query.body()).getString("field"));
+      RawHttp.Answer unauthorized = c.send(put("x", "{}")).read();
+      assertEquals("Authorization", new JsonObject(unauthorized.body()).getString("field"));
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer longHeader = c.send("GET /health/live HTTP/1.1\r\nHost: t\r\nX-Big: " + "a".repeat(20_000)
+          + "\r\n\r\n").read();
+      assertEquals(431, longHeader.status());
+      assertEquals("header", new JsonObject(longHeader.body()).getString("field"));
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer longLine = c.send("GET /" + "a".repeat(10_000) + " HTTP/1.1\r\nHost: t\r\n\r\n").read();
+      assertEquals(414, longLine.status());
+      assertEquals("path", new JsonObject(longLine.body()).getString("field"));
+    }
+  }
+
+  @Test
+  void anUnauthenticatedBodyIsNeverRead() throws Exception {
+    // 65,000 of the 65,536 announced bytes, then nothing: answered at once, the rest never awaited
+    try (RawHttp c = new RawHttp(port)) {
+      c.send("POST /v1/budgets/x/retries HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+          + "Content-Length: 65536\r\n\r\n" + "x".repeat(65_000));
+      RawHttp.Answer r = c.read();
+      assertEquals(401, r.status());
+      assertEquals("close", r.header("connection"));
+      assertTrue(c.closedByServer(), "closed after the answer; the body was discarded, not kept");
+    }
+  }
+
+  @Test
+  void theBodyLimitHoldsWhileItStreams() throws Exception {
+    // chunked, so no Content-Length to refuse up front: counted as it arrives
+    try (RawHttp c = new RawHttp(port)) {
+      c.send("POST /v1/budgets/x/requests HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
+          + "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+      String chunk = Integer.toHexString(8192) + "\r\n" + "x".repeat(8192) + "\r\n";
+      for (int i = 0; i < 9; i++) {
+        c.send(chunk);
+      }
+      RawHttp.Answer r = c.read();
+      assertEquals(413, r.status());
+      assertTrue(c.closedByServer());
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void unknownMethodsNeverReachTheMetrics() throws Exception {
+    String before = metrics();
+    try (RawHttp c = new RawHttp(port)) {
+      int total = 100_000;
+      int batch = 500;
+      for (int sent = 0; sent < total; sent += batch) {
+        StringBuilder b = new StringBuilder();
+        for (int i = sent; i < sent + batch; i++) {
+          b.append("M").append(i).append(" /v1/budgets/x HTTP/1.1\r\nHost: t\r\n\r\n");
+        }
+        c.send(b.toString());
+        for (int i = 0; i < batch; i++) {
+          RawHttp.Answer r = c.read();
+          assertEquals(501, r.status());
+        }
+      }
+    }
+    String after = metrics();
+    assertEquals(lines(before), lines(after), "no series added by 100,000 distinct methods over HTTP/1.1");
+    assertFalse(after.contains("M99999"));
+  }
+
+  @Test
+  void h2cIsNotServedAndItsMethodsNeverReachTheMetrics() throws Exception {
+    HttpClient h2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
+    HttpRequest live = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health/live")).build();
+    h2.send(live, HttpResponse.BodyHandlers.ofString());
+    String before = metrics();
+    // prior knowledge: the preface, SETTINGS, then HEADERS frames each with another :method
+    ByteArrayOutputStream frames = new ByteArrayOutputStream();
+    frames.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1));
+    frames.write(new byte[] {0, 0, 0, 4, 0, 0, 0, 0, 0});
+    DefaultHttp2HeadersEncoder hpack = new DefaultHttp2HeadersEncoder();
+    for (int i = 0; i < 1_000; i++) {
+      Http2Headers h = new DefaultHttp2Headers().method("H2M" + i).path("/v1/budgets/x").scheme("http").authority("t");
+      ByteBuf block = Unpooled.buffer();
+      hpack.encodeHeaders(2 * i + 1, h, block);
+      int len = block.readableBytes();
+      int stream = 2 * i + 1;
+      frames.write(new byte[] {(byte) (len >> 16), (byte) (len >> 8), (byte) len, 1, 5,
+          (byte) (stream >> 24), (byte) (stream >> 16), (byte) (stream >> 8), (byte) stream});
+      byte[] bytes = new byte[len];
+      block.readBytes(bytes);
+      frames.write(bytes);
+      block.release();
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      try {
+        c.send(frames.toByteArray());
+      } catch (IOException closedWhileWriting) {
+        // the server may close before it has taken every frame
+      }
+      RawHttp.Answer r = c.read();
+      assertEquals(501, r.status(), "an HTTP/2 preface is an unknown HTTP/1.1 method here");
+      assertTrue(c.closedByServer());
+    }
+    // h2c by Upgrade: answered in HTTP/1.1, never switched
+    HttpResponse<String> upgraded = h2.send(live, HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, upgraded.statusCode());
+    assertEquals(HttpClient.Version.HTTP_1_1, upgraded.version());
+    String after = metrics();
+    assertEquals(lines(before), lines(after), "no series added by h2c");
+    assertFalse(after.contains("H2M"), "no h2c method in any tag");
+  }
+
+  @Test
+  void abortedUploadsAreNotLoggedAsErrors() throws Exception {
+    List<LogRecord> loud = new ArrayList<>();
+    Handler capture = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        if (r.getLevel().intValue() >= Level.INFO.intValue()) {
+          synchronized (loud) {
+            loud.add(r);
+          }
+        }
+      }
+
+      @Override
+      public void flush() {}
+
+      @Override
+      public void close() {}
+    };
+    Logger root = Logger.getLogger("");
+    root.addHandler(capture);
+    try {
+      for (int i = 0; i < 5; i++) {
+        try (RawHttp c = new RawHttp(port)) {
+          c.send("PUT /v1/budgets/x HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
+              + "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"ratio\":");
+        }
+      }
+      // a request after them: by its answer the aborted ones have been handled
+      try (RawHttp c = new RawHttp(port)) {
+        assertEquals(200, c.send(request("GET", "/health/live")).read().status());
+      }
+    } finally {
+      root.removeHandler(capture);
+    }
+    synchronized (loud) {
+      assertTrue(loud.isEmpty(), "no INFO or louder for aborted uploads: " + loud.stream()
+          .map(r -> r.getLevel() + " " + r.getLoggerName() + " " + r.getMessage()).toList());
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  @Test
+  void onceAMinuteMeansOnceAMinute() {
+    long[] now = {0};
+    BudgetApi.OncePerMinute log = new BudgetApi.OncePerMinute("test events", () -> now[0]);
+    assertTrue(log.report("a"));
+    assertFalse(log.report("b"));
+    now[0] += java.util.concurrent.TimeUnit.SECONDS.toNanos(59);
+    assertFalse(log.report("c"));
+    now[0] += java.util.concurrent.TimeUnit.SECONDS.toNanos(1);
+    assertTrue(log.report("d"));
+  }
+
+  private static String metrics() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      c.send(request("GET", "/metrics"));
+      c.read(); // the first scrape creates its own series; the second is the baseline
+      return c.send(request("GET", "/metrics")).read().body();
+    }
+  }
+
+  private static int lines(String s) {
+    return s.split("\n").length;
+  }
+}
