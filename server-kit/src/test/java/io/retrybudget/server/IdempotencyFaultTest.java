@@ -141,4 +141,30 @@ class IdempotencyFaultTest {
     assertEquals("true", http.post("/payments", key, "{\"amount\":1}").headers()
         .firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null), "and deduplicates again");
   }
+
+  @Test
+  void aGuardedPutFailsClosedWithRedisDownUnlessFailOpen() {
+    IdempotencyGuard closed = new IdempotencyGuard(store, IdempotencyConfig.builder().methods(java.util.Set.of("POST", "PUT")).build());
+    IdempotencyGuard open = new IdempotencyGuard(store,
+        IdempotencyConfig.builder().methods(java.util.Set.of("POST", "PUT")).failOpen(true).build());
+    Router router = Router.router(vertx);
+    router.route().handler(BodyHandler.create());
+    router.put("/ledger").handler(VertxIdempotency.handler(closed, ctx -> VertxIdempotencyTest.handle(ctx, app)));
+    router.put("/open").handler(VertxIdempotency.handler(open, ctx -> VertxIdempotencyTest.handle(ctx, app)));
+    int port = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort();
+    HttpTestClient http = new HttpTestClient(port);
+    java.util.function.Function<String, HttpResponse<String>> put = path -> http.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).header("Idempotency-Key", UUID.randomUUID().toString())
+            .PUT(HttpRequest.BodyPublishers.ofString("{\"amount\":1}")).build());
+    redis.server().kill();
+    int before = app.total.get();
+    HttpResponse<String> refused = put.apply("/ledger");
+    assertEquals(503, refused.statusCode(), "a PUT the operator guards fails closed like a POST: " + refused.body());
+    assertTrue(refused.body().contains("idempotency-store-unavailable"), refused.body());
+    assertEquals(before, app.total.get(), "and does not run");
+    assertEquals(201, put.apply("/open").statusCode(), "failOpen runs it unguarded");
+    assertEquals(before + 1, app.total.get());
+    closed.close();
+    open.close();
+  }
 }

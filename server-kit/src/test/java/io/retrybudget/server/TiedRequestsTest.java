@@ -74,11 +74,16 @@ class TiedRequestsTest {
 
   /** A Vert.x replica whose work takes 5 ms. */
   private URI vertxReplica(int n) {
+    return vertxReplica(n, 5);
+  }
+
+  /** A Vert.x replica whose work takes {@code workMs}. */
+  private URI vertxReplica(int n, long workMs) {
     Router router = Router.router(vertx);
     router.get("/work").handler(VertxTies.handler(ties));
     router.get("/work").handler(ctx -> {
       executed(ctx.request().getHeader(TieGuard.TIE_HEADER));
-      vertx.setTimer(5, t -> ctx.response().end("replica " + n));
+      vertx.setTimer(workMs, t -> ctx.response().end("replica " + n));
     });
     return URI.create("http://127.0.0.1:" + vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort());
   }
@@ -175,7 +180,8 @@ class TiedRequestsTest {
 
   @Test
   void theSecondCopyDrawsOnTheBudgetLikeAHedge() {
-    List<URI> replicas = List.of(vertxReplica(1), vertxReplica(2));
+    // 100 ms of work: the second copy is always due (1 ms) before the first answer, even on a loaded machine
+    List<URI> replicas = List.of(vertxReplica(1, 100), vertxReplica(2, 100));
     io.retrybudget.budget.RetryBudget none = budgets.budget(BudgetConfig.builder("tied-none-" + UUID.randomUUID()
         .toString().substring(0, 8)).ratioPpm(1).minRetriesPerSecond(0).build());
     TiedSender sender = TiedSender.builder(http).replicas(replicas).budget(none).build();
