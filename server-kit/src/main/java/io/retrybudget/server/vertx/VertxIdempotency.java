@@ -17,7 +17,9 @@ import java.util.function.Function;
  * The Idempotency-Key store on a Vert.x Web route. The application's handler does not write the
  * response itself: it returns its answer as a {@link StoredResponse}, which this handler stores
  * (or not, as the outcome policy says) and sends. Put a {@code BodyHandler} (with a body limit)
- * before it on the route. Never blocks the event loop; every continuation runs on the request's
+ * before it on the route: without one, a guarded request is answered 500
+ * {@code urn:retrybudget:problem:body-handler-missing} (logged once, SEVERE) rather than
+ * fingerprinted without its body. Never blocks the event loop; every continuation runs on the request's
  * context. The guard renews the claim while the handler's future runs; past {@link
  * io.retrybudget.server.IdempotencyConfig#handlerTimeout()} the request is answered 503
  * {@code urn:retrybudget:problem:handler-timeout}, renewal stops and the claim holds until its lease
@@ -29,12 +31,27 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class VertxIdempotency {
+  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(VertxIdempotency.class.getName());
+
   private VertxIdempotency() {}
 
   public static Handler<RoutingContext> handler(IdempotencyGuard guard, Function<RoutingContext, Future<StoredResponse>> app) {
     Objects.requireNonNull(guard, "guard must not be null");
     Objects.requireNonNull(app, "app must not be null");
+    AtomicBoolean warned = new AtomicBoolean();
     return ctx -> {
+      if (!ctx.body().available()
+          && guard.config().methods().contains(ctx.request().method().name().toUpperCase(java.util.Locale.ROOT))) {
+        // without a BodyHandler the fingerprint would silently leave the body out (another body
+        // under the same key would get the first answer's replay): refuse to guard
+        if (warned.compareAndSet(false, true)) {
+          LOG.severe("VertxIdempotency on " + ctx.request().method() + " " + ctx.request().path()
+              + ": no BodyHandler ran before it on this route; every guarded request is answered 500 until one is added");
+        }
+        write(ctx.response(), Problems.of(500, "body-handler-missing", "Server misconfigured",
+            "the idempotency guard needs the request body (no BodyHandler on this route)"));
+        return;
+      }
       var context = ctx.vertx().getOrCreateContext();
       Future.fromCompletionStage(guard.begin(view(ctx)), context).onComplete(begun -> {
         if (begun.failed()) {
