@@ -126,6 +126,12 @@ public final class IdempotencyGuard implements AutoCloseable {
       unguarded.increment();
       return CompletableFuture.completedFuture(new Execute(new Execution(null)));
     }
+    if (request.headerLines(config.keyHeader()) > 1) {
+      // several field lines combine to "a, b" (RFC 9110), which is no sf-string: which key is meant is unknown
+      missingKey.increment();
+      return CompletableFuture.completedFuture(new Answer(Problems.of(400, "idempotency-key-invalid",
+          "Idempotency-Key invalid", "the request carries more than one " + config.keyHeader() + " field line")));
+    }
     String key = IdempotencyKeyHeader.parse(raw, config.maxKeyLength());
     if (key == null) {
       missingKey.increment();

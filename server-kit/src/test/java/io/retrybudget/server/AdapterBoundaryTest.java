@@ -121,4 +121,28 @@ class AdapterBoundaryTest {
       vertx.close().await();
     }
   }
+
+  @Test
+  void twoIdempotencyKeyFieldLinesAreRefusedOnBothAdapters() throws Exception {
+    Server server = filesServer();
+    Vertx vertx = Vertx.vertx();
+    try {
+      Router router = Router.router(vertx);
+      router.route().handler(io.vertx.ext.web.handler.BodyHandler.create());
+      router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> Future.succeededFuture(
+          new StoredResponse(201, List.of(), "charged".getBytes(StandardCharsets.UTF_8)))));
+      int vertxPort = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort();
+      int jettyPort = ((ServerConnector) server.getConnectors()[0]).getLocalPort();
+      for (String target : List.of("http://127.0.0.1:" + vertxPort + "/payments", "http://127.0.0.1:" + jettyPort + "/files/a")) {
+        HttpResponse<String> r = new HttpTestClient(vertxPort).send(HttpRequest.newBuilder(URI.create(target))
+            .header("Idempotency-Key", "x1-" + UUID.randomUUID()).header("Idempotency-Key", "x2-" + UUID.randomUUID())
+            .POST(HttpRequest.BodyPublishers.ofString("{}")).build());
+        assertEquals(400, r.statusCode(), target + ": " + r.body());
+        assertTrue(r.body().contains("urn:retrybudget:problem:idempotency-key-invalid"), r.body());
+      }
+    } finally {
+      server.stop();
+      vertx.close().await();
+    }
+  }
 }

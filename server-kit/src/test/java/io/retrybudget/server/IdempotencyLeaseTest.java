@@ -156,4 +156,19 @@ class IdempotencyLeaseTest {
       vertx.close().await();
     }
   }
+
+  @Test
+  void aLeaseLongerThanTheScriptAcceptsIsRefusedByTheBuilderNamingTheFields() {
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> IdempotencyConfig.builder().handlerTimeout(Duration.ofDays(2)).build());
+    assertTrue(e.getMessage().contains("handlerTimeout") && e.getMessage().contains("leaseMargin"), e.getMessage());
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> IdempotencyConfig.builder().handlerTimeout(Duration.ofHours(24)).build(), "24 h + the 5 s margin");
+    IdempotencyConfig longest = IdempotencyConfig.builder().handlerTimeout(Duration.ofHours(24).minusSeconds(5)).build();
+    try (IdempotencyGuard guard = new IdempotencyGuard(store, longest)) {
+      IdempotencyGuard.Execute e2 = assertInstanceOf(IdempotencyGuard.Execute.class,
+          guard.begin(post(UUID.randomUUID().toString())).join(), "the longest accepted lease is one the script takes");
+      guard.abandon(e2.execution()).join();
+    }
+  }
 }

@@ -173,6 +173,17 @@ public final class IdempotencyFilter implements Filter {
       }
 
       @Override
+      public int headerLines(String name) {
+        var lines = req.getHeaders(name);
+        int n = 0;
+        while (lines != null && lines.hasMoreElements()) {
+          lines.nextElement();
+          n++;
+        }
+        return n;
+      }
+
+      @Override
       public byte[] body() {
         return body;
       }

@@ -141,6 +141,11 @@ public final class VertxIdempotency {
       }
 
       @Override
+      public int headerLines(String name) {
+        return ctx.request().headers().getAll(name).size();
+      }
+
+      @Override
       public byte[] body() {
         Buffer b = ctx.body() == null ? null : ctx.body().buffer();
         return b == null ? new byte[0] : b.getBytes();
