@@ -27,8 +27,29 @@ local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
 
-local rec = redis.call('HMGET', key, 'state', 'fp', 'fence', 'until', 'status', 'headers', 'body')
-local state = rec[1]
+-- A value that is not a record of ours (another type, a hash without a known state or fingerprint,
+-- a finished record whose status or body cannot be decoded) would strand the key (an error on
+-- every claim, and no TTL): it is treated as absent and replaced by this claim, which sets a TTL.
+local kind = redis.call('TYPE', key).ok
+local rec = {}
+local state = nil
+if kind == 'hash' then
+  rec = redis.call('HMGET', key, 'state', 'fp', 'fence', 'until', 'status', 'headers', 'body')
+  state = rec[1]
+  local valid = rec[2] and (state == 'busy' or state == 'done')  -- a missing field is false here
+  if valid and state == 'done' then
+    local status = tonumber(rec[5])
+    local body = rec[7] or ''
+    valid = status ~= nil and status == math.floor(status) and status >= 100 and status <= 599
+      and #body % 4 == 0 and string.find(body, '^[A-Za-z0-9+/]*=?=?$') ~= nil
+  end
+  if not valid then
+    redis.call('DEL', key)
+    state = nil
+  end
+elseif kind ~= 'none' then
+  redis.call('DEL', key)
+end
 if state then
   if rec[2] ~= fp then return {'mismatch'} end
   if state == 'done' then return {'done', rec[5], rec[6], rec[7]} end

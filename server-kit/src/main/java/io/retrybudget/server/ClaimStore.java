@@ -22,6 +22,7 @@ public final class ClaimStore {
   static final LuaScript CLAIM = LuaScript.load("idempotency-claim.lua");
   static final LuaScript COMPLETE = LuaScript.load("idempotency-complete.lua");
   static final LuaScript RELEASE = LuaScript.load("idempotency-release.lua");
+  static final LuaScript RENEW = LuaScript.load("idempotency-renew.lua");
 
   public static final String IDEMPOTENCY_PREFIX = "rb:idem:v1:";
   public static final String TIE_PREFIX = "rb:tie:v1:";
@@ -67,6 +68,12 @@ public final class ClaimStore {
   /** Gives the claim up: true when released, false when it was no longer this holder's. */
   public CompletableFuture<Boolean> release(Claim.Claimed claim) {
     return run(RELEASE, claim.key(), Long.toString(claim.fence())).thenApply(reply -> "released".equals(reply.get(0)));
+  }
+
+  /** Extends a running claim's lease to {@code lease} from now: true when renewed, false when fenced off. */
+  public CompletableFuture<Boolean> renew(Claim.Claimed claim, Duration lease) {
+    return run(RENEW, claim.key(), Long.toString(claim.fence()), Long.toString(Math.max(1, lease.toMillis())))
+        .thenApply(reply -> "renewed".equals(reply.get(0)));
   }
 
   private CompletableFuture<List<Object>> run(LuaScript script, String key, String... args) {

@@ -270,7 +270,14 @@ public final class IdempotencyConfig {
       return this;
     }
 
+    /** The longest lease the claim script accepts (lua/idempotency-claim.lua: lease_ms <= 86400000). */
+    static final Duration MAX_LEASE = Duration.ofHours(24);
+
     public IdempotencyConfig build() {
+      if (handlerTimeout.plus(leaseMargin).compareTo(MAX_LEASE) > 0) {
+        throw new IllegalArgumentException("handlerTimeout + leaseMargin must be at most " + MAX_LEASE
+            + " (the claim script's lease limit), was handlerTimeout " + handlerTimeout + " + leaseMargin " + leaseMargin);
+      }
       return new IdempotencyConfig(this);
     }
 

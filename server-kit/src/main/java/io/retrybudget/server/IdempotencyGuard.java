@@ -35,9 +35,29 @@ public final class IdempotencyGuard implements AutoCloseable {
   /** One execution of a handler; {@link #guarded()} is false when it runs without a claim. */
   public static final class Execution {
     private final Claim.Claimed claim;
+    private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.ScheduledFuture<?>> renewal =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
 
     private Execution(Claim.Claimed claim) {
       this.claim = claim;
+    }
+
+    /** Stops renewing the lease (idempotent); true the first time. */
+    boolean end() {
+      if (!ended.compareAndSet(false, true)) {
+        return false;
+      }
+      var r = renewal.getAndSet(null);
+      if (r != null) {
+        r.cancel(false);
+      }
+      return true;
+    }
+
+    /** True while the lease is renewed (from {@link #begin} to finish, abandon, timedOut or close). */
+    public boolean renewing() {
+      return !ended.get() && renewal.get() != null;
     }
 
     public boolean guarded() {
@@ -59,6 +79,7 @@ public final class IdempotencyGuard implements AutoCloseable {
   private final ScheduledThreadPoolExecutor timer;
   private final java.util.concurrent.ConcurrentHashMap<CompletableFuture<Begin>, RequestView> waiting =
       new java.util.concurrent.ConcurrentHashMap<>();
+  private final java.util.Set<Execution> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final LongAdder executed = new LongAdder();
   private final LongAdder replayed = new LongAdder();
   private final LongAdder inProgress = new LongAdder();
@@ -72,7 +93,7 @@ public final class IdempotencyGuard implements AutoCloseable {
   public IdempotencyGuard(ClaimStore store, IdempotencyConfig config) {
     this.store = Objects.requireNonNull(store, "store must not be null");
     this.config = Objects.requireNonNull(config, "config must not be null");
-    // one daemon thread for the polls of waiting duplicates (none when waitForInProgress is 0)
+    // one daemon thread for the polls of waiting duplicates and the lease renewals of running handlers
     this.timer = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "idempotency-wait");
       t.setDaemon(true);
@@ -105,6 +126,12 @@ public final class IdempotencyGuard implements AutoCloseable {
       unguarded.increment();
       return CompletableFuture.completedFuture(new Execute(new Execution(null)));
     }
+    if (request.headerLines(config.keyHeader()) > 1) {
+      // several field lines combine to "a, b" (RFC 9110), which is no sf-string: which key is meant is unknown
+      missingKey.increment();
+      return CompletableFuture.completedFuture(new Answer(Problems.of(400, "idempotency-key-invalid",
+          "Idempotency-Key invalid", "the request carries more than one " + config.keyHeader() + " field line")));
+    }
     String key = IdempotencyKeyHeader.parse(raw, config.maxKeyLength());
     if (key == null) {
       missingKey.increment();
@@ -134,7 +161,9 @@ public final class IdempotencyGuard implements AutoCloseable {
         result.complete(unavailable(request));
       } else if (claim instanceof Claim.Claimed c) {
         executed.increment();
-        result.complete(new Execute(new Execution(c)));
+        Execution execution = new Execution(c);
+        renewWhileRunning(execution);
+        result.complete(new Execute(execution));
       } else if (claim instanceof Claim.Done d) {
         replayed.increment();
         result.complete(new Answer(d.response().withHeader(REPLAYED_HEADER, "true")));
@@ -170,13 +199,58 @@ public final class IdempotencyGuard implements AutoCloseable {
     });
   }
 
+  /**
+   * Renews the claim every third of the lease (fenced: only while it is still this holder's
+   * {@code busy} record) until {@link #finish}, {@link #abandon}, {@link #timedOut} or {@link
+   * #close}: a holder that still runs is never joined by a duplicate, and one that crashed stops
+   * renewing and lapses within one lease. A renewal Redis refuses or misses is tried again at the
+   * next period; a fenced one (the record was taken over or is gone) stops the renewals.
+   */
+  private void renewWhileRunning(Execution execution) {
+    Duration lease = config.lease();
+    long period = Math.max(1, lease.toMillis() / 3);
+    running.add(execution);
+    try {
+      execution.renewal.set(timer.scheduleWithFixedDelay(() -> store.renew(execution.claim(), lease)
+          .whenComplete((renewed, error) -> {
+            if (error == null && !renewed) {
+                  stopRenewing(execution);
+            }
+          }), period, period, TimeUnit.MILLISECONDS));
+    } catch (RuntimeException closed) {
+      running.remove(execution); // the guard is closed: the claim holds for its lease only
+    }
+    // (the caller gets the Execution only after this, so it cannot have ended yet)
+  }
+
+  /**
+   * The handler outran its deadline ({@link IdempotencyConfig#handlerTimeout()}) and its answer
+   * was given up: stops renewing without releasing, so the claim holds until its lease ends (the
+   * handler may still be working). A later {@link #finish} still stores the answer if nobody took
+   * the record over, and a later {@link #abandon} still releases it.
+   */
+  public void timedOut(Execution execution) {
+    if (execution.guarded()) {
+      execution.end();
+      running.remove(execution);
+    }
+  }
+
+  /** Executions whose lease is being renewed now. */
+  public int renewing() {
+    return running.size();
+  }
+
+  private void stopRenewing(Execution execution) {
+    execution.end();
+    running.remove(execution);
+  }
+
   private Begin unavailable(RequestView request) {
     unavailable.increment();
-    boolean safe = switch (request.method().toUpperCase(Locale.ROOT)) {
-      case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE" -> true;
-      default -> false;
-    };
-    if (safe || config.failOpen()) {
+    // only guarded methods get here (the others return before Redis is asked): a method the
+    // operator put in methods() fails closed like POST, whatever HTTP says of its idempotence
+    if (config.failOpen()) {
       unguarded.increment();
       return new Execute(new Execution(null));
     }
@@ -194,6 +268,7 @@ public final class IdempotencyGuard implements AutoCloseable {
     if (!execution.guarded()) {
       return CompletableFuture.completedFuture(null);
     }
+    stopRenewing(execution);
     if (!config.outcomes().store(answer.status())) {
       return abandon(execution);
     }
@@ -211,6 +286,7 @@ public final class IdempotencyGuard implements AutoCloseable {
     if (!execution.guarded()) {
       return CompletableFuture.completedFuture(null);
     }
+    stopRenewing(execution);
     return store.release(execution.claim()).handle((done, error) -> {
       if (error == null && done) {
         released.increment();
@@ -240,6 +316,9 @@ public final class IdempotencyGuard implements AutoCloseable {
   @Override
   public void close() {
     timer.shutdownNow();
+    for (Execution e : running) {
+      stopRenewing(e); // their claims hold for one lease from the last renewal
+    }
     for (var w : waiting.entrySet()) {
       if (waiting.remove(w.getKey()) != null) {
         w.getKey().complete(unavailable(w.getValue()));

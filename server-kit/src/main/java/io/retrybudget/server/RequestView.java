@@ -17,6 +17,11 @@ public interface RequestView {
   /** The first value of a header (case-insensitive), or null. */
   String header(String name);
 
+  /** How many field lines of this header the request has (the adapters count them; default 0 or 1). */
+  default int headerLines(String name) {
+    return header(name) == null ? 0 : 1;
+  }
+
   /** The body; an empty array when there is none. */
   byte[] body();
 }

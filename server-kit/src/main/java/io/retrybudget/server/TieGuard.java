@@ -11,13 +11,18 @@ import java.util.concurrent.atomic.LongAdder;
  * in Redis when it starts executing (the key store's claim primitive, {@link ClaimStore}); the
  * copy that loses stops before doing any work and answers at once with 409
  * {@code urn:retrybudget:problem:tie-lost} and {@code X-Tie-Lost: true}, which {@link TiedSender}
- * treats as no failure. A request without a tie id runs as usual. Redis down: the copy runs (both
+ * treats as no failure. The copy that runs (it won the tie, or Redis could not be asked) carries
+ * {@code X-Tie-Won: true} on its answer, set by the adapters before the handler runs: only such an
+ * answer decides the call at once in {@link TiedSender}. Place the tie guard before the
+ * idempotency guard and the admission handler, so that what they refuse is a copy that won. A request without a tie id runs as usual. Redis down: the copy runs (both
  * may: tied copies are hedges, so the operation must tolerate a duplicate or carry an
  * Idempotency-Key).
  */
 public final class TieGuard {
   public static final String TIE_HEADER = "X-Tie-Id";
   public static final String LOST_HEADER = "X-Tie-Lost";
+  /** On the answer of a tied copy that passed the guard and ran (value {@code true}). */
+  public static final String WON_HEADER = "X-Tie-Won";
 
   /** What to do with a request. */
   public enum Decision {

@@ -16,15 +16,19 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The client side of tied requests: sends a call to one replica and, {@code delay} later (default
  * 1 ms), an identical copy to the next, both tagged with one {@code X-Tie-Id}; the replicas'
- * {@link TieGuard}s let only one execute. The first answer that is not a lost tie wins and the
- * other copy's answer (a lost tie, at once) is dropped; a {@code X-Tie-Lost} answer is no failure. The second copy draws on the
- * budget like a hedge: when the budget refuses, it is not sent. Copies carry
+ * {@link TieGuard}s let only one execute. Only a copy that passed its replica's tie guard (its
+ * answer carries {@code X-Tie-Won: true}, set by {@code TieFilter}/{@code VertxTies} on the copy
+ * that won the tie or ran because Redis could not be asked) decides the call at once. Any other
+ * answer (a lost tie, a shed 503, a 429, an idempotency 409 from a guard placed before the tie
+ * guard, a connection refused) never decides while the other copy is still out: when both are in
+ * and neither won, the call gets the best of them (an answer that is no refusal over a 409, 429 or
+ * 503, over a lost tie or a failure; the first copy's on equal terms). The second copy draws on
+ * the budget like a hedge: when the budget refuses, it is not sent. Copies carry
  * {@code X-Retry-Attempt} 1 and 2, so an overloaded replica sheds the copy first.
  */
 public final class TiedSender {
@@ -55,16 +59,16 @@ public final class TiedSender {
     String tie = UUID.randomUUID().toString();
     int first = ThreadLocalRandom.current().nextInt(replicas.size());
     CompletableFuture<HttpResponse<T>> result = new CompletableFuture<>();
-    AtomicInteger outstanding = new AtomicInteger(2);
+    Call<T> call = new Call<>(result);
     if (budget != null) {
       budget.recordFirstAttempt();
     }
     CompletableFuture<HttpResponse<T>> one = copy(request, handler, tie, first, 1);
-    one.whenComplete((r, e) -> arrived(r, e, result, outstanding));
+    one.whenComplete((r, e) -> call.arrived(1, r, e));
     Executor later = CompletableFuture.delayedExecutor(delayNanos, TimeUnit.NANOSECONDS);
     CompletableFuture.runAsync(() -> {
       if (result.isDone()) {
-        outstanding.decrementAndGet(); // answered within the delay: no second copy
+        call.arrived(2, null, null); // the winner answered within the delay: no second copy
         return;
       }
       CompletionStage<BudgetDecision> permit = budget == null
@@ -74,11 +78,11 @@ public final class TiedSender {
           if (error != null || !d.granted()) {
             copiesDenied.increment();
           }
-          arrived(null, null, result, outstanding);
+          call.arrived(2, null, null);
           return;
         }
         tiesSent.increment();
-        copy(request, handler, tie, first + 1, 2).whenComplete((r, e) -> arrived(r, e, result, outstanding));
+        copy(request, handler, tie, first + 1, 2).whenComplete((r, e) -> call.arrived(2, r, e));
       });
     }, later);
     // The other copy is not cancelled: it stops before working at its replica and answers at
@@ -100,20 +104,66 @@ public final class TiedSender {
     }
   }
 
-  /** One copy answered (or will never be sent: {@code r} and {@code e} null). */
-  private static <T> void arrived(HttpResponse<T> r, Throwable e, CompletableFuture<HttpResponse<T>> result,
-      AtomicInteger outstanding) {
-    boolean lost = r != null && r.headers().firstValue(TieGuard.LOST_HEADER).isPresent();
-    int left = outstanding.decrementAndGet();
-    if (r != null && !lost) {
-      result.complete(r);
-    } else if (left == 0) {
-      // nothing else will come: the winner failed, or its answer was lost on the way (a copy
-      // that lost the tie never says how the work went): a failure the caller may retry
-      result.completeExceptionally(e != null && !(e instanceof java.util.concurrent.CancellationException) ? e
-          : new java.io.IOException("tied request: no copy brought the winner's answer"));
+  /** The two copies of one call: which may decide it, and the fallback when none may. */
+  private static final class Call<T> {
+    private final CompletableFuture<HttpResponse<T>> result;
+    private int outstanding = 2;
+    private HttpResponse<T> best;
+    private int bestRank = Integer.MAX_VALUE;
+    private Throwable failure;
+
+    Call(CompletableFuture<HttpResponse<T>> result) {
+      this.result = result;
     }
-    // else: a lost tie or a failed copy while the other may still answer: wait for it
+
+    /** Copy {@code n} answered (or will never be sent: {@code r} and {@code e} null). */
+    void arrived(int n, HttpResponse<T> r, Throwable e) {
+      HttpResponse<T> decide = null;
+      Throwable fail = null;
+      synchronized (this) {
+        outstanding--;
+        if (r != null && won(r)) {
+          decide = r;
+        } else {
+          int rank = rank(r);
+          if (r != null && rank < bestRank) { // on equal terms the first copy (it arrives or is ranked first)
+            best = r;
+            bestRank = rank;
+          }
+          if (e != null && !(e instanceof java.util.concurrent.CancellationException) && failure == null) {
+            failure = e;
+          }
+          if (outstanding == 0) {
+            if (best != null && bestRank < 3) {
+              decide = best;
+            } else {
+              // the winner failed, or its answer was lost on the way (a copy that lost the tie
+              // never says how the work went): a failure the caller may retry
+              fail = failure != null ? failure : new java.io.IOException("tied request: no copy brought the winner's answer");
+            }
+          }
+        }
+      }
+      if (decide != null) {
+        result.complete(decide);
+      } else if (fail != null) {
+        result.completeExceptionally(fail);
+      }
+      // else: this copy may not decide and the other is still out: wait for it
+    }
+
+    private static boolean won(HttpResponse<?> r) {
+      return r.headers().firstValue(TieGuard.WON_HEADER).map("true"::equalsIgnoreCase).orElse(false);
+    }
+
+    /** 1: an answer that is no refusal; 2: 409, 429 or 503; 3: a lost tie. */
+    private static int rank(HttpResponse<?> r) {
+      if (r == null || r.headers().firstValue(TieGuard.LOST_HEADER).isPresent()) {
+        return 3;
+      }
+      int s = r.statusCode();
+      return s == 409 || s == 429 || s == 503 ? 2 : 1;
+    }
   }
 
   static URI onReplica(URI uri, URI replica) {

@@ -139,4 +139,24 @@ class ClaimStoreTest {
     redis.flushScripts();
     assertInstanceOf(Claim.Claimed.class, store.claim(key(), "fp", Duration.ofSeconds(1)).join());
   }
+
+  @Test
+  void aValueThatIsNoRecordIsClaimedAfreshWithATtlInsteadOfStrandingTheKey() {
+    List<String[]> bad = List.of(
+        new String[] {"SET", null, "garbage"},                                           // another type
+        new String[] {"HSET", null, "state", "weird", "fp", "fp"},                       // an unknown state
+        new String[] {"HSET", null, "state", "busy"},                                    // no fingerprint
+        new String[] {"HSET", null, "state", "done", "fp", "fp", "status", "x", "body", ""},  // no status
+        new String[] {"HSET", null, "state", "done", "fp", "fp", "status", "201", "body", "not base64!"});
+    for (String[] command : bad) {
+      String k = key();
+      command[1] = k;
+      redis.server().call(command);
+      Claim c = store.claim(k, "fp", Duration.ofSeconds(10)).join();
+      assertInstanceOf(Claim.Claimed.class, c, "claimed over " + String.join(" ", command));
+      long ttl = (Long) redis.server().call("PTTL", k);
+      assertTrue(ttl > 0 && ttl <= 20_000, "the replacing claim has a TTL: " + ttl);
+      assertInstanceOf(Claim.Busy.class, store.claim(k, "fp", Duration.ofSeconds(10)).join(), "and holds as a claim");
+    }
+  }
 }

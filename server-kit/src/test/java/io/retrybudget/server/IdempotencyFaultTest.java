@@ -31,6 +31,8 @@ class IdempotencyFaultTest {
   private RedisBudgetStore connection;
   private ClaimStore store;
   private Vertx vertx;
+  /** The guards of each replica's process (their lease renewals die with it). */
+  private final java.util.Map<Vertx, java.util.List<IdempotencyGuard>> guards = new java.util.concurrent.ConcurrentHashMap<>();
 
   @BeforeEach
   void connect() {
@@ -41,6 +43,7 @@ class IdempotencyFaultTest {
 
   @AfterEach
   void close() {
+    guards.values().forEach(l -> l.forEach(IdempotencyGuard::close));
     vertx.close().await();
     connection.close();
     if (!redis.server().isAlive()) {
@@ -52,6 +55,7 @@ class IdempotencyFaultTest {
   private int replica(Vertx on, IdempotencyConfig config) {
     IdempotencyGuard closed = new IdempotencyGuard(store, config);
     IdempotencyGuard open = new IdempotencyGuard(store, IdempotencyConfig.builder().failOpen(true).build());
+    guards.computeIfAbsent(on, v -> new java.util.ArrayList<>()).addAll(java.util.List.of(closed, open));
     Router router = Router.router(on);
     router.route().handler(BodyHandler.create());
     router.post("/payments").handler(VertxIdempotency.handler(closed, ctx -> {
@@ -89,7 +93,9 @@ class IdempotencyFaultTest {
     String recordKey = ClaimStore.idempotencyKey("", "POST", "/payments", key);
     long staleFence = Long.parseLong(String.valueOf(redis.server().call("HGET", recordKey, "fence")));
     assertEquals(409, b.post("/payments", key, "{\"amount\":5}").statusCode(), "within A's lease B answers 409");
-    doomed.close().await(); // killed: its handler never finishes, its claim is never completed nor released
+    // killed: its handler never finishes, its claim is never completed, released nor renewed
+    guards.remove(doomed).forEach(IdempotencyGuard::close);
+    doomed.close().await();
     HttpResponse<String>[] answer = new HttpResponse[1];
     Eventually.await("A's lease runs out and B executes", Duration.ofSeconds(10), () -> {
       answer[0] = b.post("/payments", key, "{\"amount\":5}");
@@ -134,5 +140,31 @@ class IdempotencyFaultTest {
         () -> http.post("/payments", key, "{\"amount\":1}").statusCode() == 201);
     assertEquals("true", http.post("/payments", key, "{\"amount\":1}").headers()
         .firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null), "and deduplicates again");
+  }
+
+  @Test
+  void aGuardedPutFailsClosedWithRedisDownUnlessFailOpen() {
+    IdempotencyGuard closed = new IdempotencyGuard(store, IdempotencyConfig.builder().methods(java.util.Set.of("POST", "PUT")).build());
+    IdempotencyGuard open = new IdempotencyGuard(store,
+        IdempotencyConfig.builder().methods(java.util.Set.of("POST", "PUT")).failOpen(true).build());
+    Router router = Router.router(vertx);
+    router.route().handler(BodyHandler.create());
+    router.put("/ledger").handler(VertxIdempotency.handler(closed, ctx -> VertxIdempotencyTest.handle(ctx, app)));
+    router.put("/open").handler(VertxIdempotency.handler(open, ctx -> VertxIdempotencyTest.handle(ctx, app)));
+    int port = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort();
+    HttpTestClient http = new HttpTestClient(port);
+    java.util.function.Function<String, HttpResponse<String>> put = path -> http.send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).header("Idempotency-Key", UUID.randomUUID().toString())
+            .PUT(HttpRequest.BodyPublishers.ofString("{\"amount\":1}")).build());
+    redis.server().kill();
+    int before = app.total.get();
+    HttpResponse<String> refused = put.apply("/ledger");
+    assertEquals(503, refused.statusCode(), "a PUT the operator guards fails closed like a POST: " + refused.body());
+    assertTrue(refused.body().contains("idempotency-store-unavailable"), refused.body());
+    assertEquals(before, app.total.get(), "and does not run");
+    assertEquals(201, put.apply("/open").statusCode(), "failOpen runs it unguarded");
+    assertEquals(before + 1, app.total.get());
+    closed.close();
+    open.close();
   }
 }

@@ -74,11 +74,16 @@ class TiedRequestsTest {
 
   /** A Vert.x replica whose work takes 5 ms. */
   private URI vertxReplica(int n) {
+    return vertxReplica(n, 5);
+  }
+
+  /** A Vert.x replica whose work takes {@code workMs}. */
+  private URI vertxReplica(int n, long workMs) {
     Router router = Router.router(vertx);
     router.get("/work").handler(VertxTies.handler(ties));
     router.get("/work").handler(ctx -> {
       executed(ctx.request().getHeader(TieGuard.TIE_HEADER));
-      vertx.setTimer(5, t -> ctx.response().end("replica " + n));
+      vertx.setTimer(workMs, t -> ctx.response().end("replica " + n));
     });
     return URI.create("http://127.0.0.1:" + vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort());
   }
@@ -175,7 +180,8 @@ class TiedRequestsTest {
 
   @Test
   void theSecondCopyDrawsOnTheBudgetLikeAHedge() {
-    List<URI> replicas = List.of(vertxReplica(1), vertxReplica(2));
+    // 100 ms of work: the second copy is always due (1 ms) before the first answer, even on a loaded machine
+    List<URI> replicas = List.of(vertxReplica(1, 100), vertxReplica(2, 100));
     io.retrybudget.budget.RetryBudget none = budgets.budget(BudgetConfig.builder("tied-none-" + UUID.randomUUID()
         .toString().substring(0, 8)).ratioPpm(1).minRetriesPerSecond(0).build());
     TiedSender sender = TiedSender.builder(http).replicas(replicas).budget(none).build();
@@ -192,5 +198,71 @@ class TiedRequestsTest {
     redis.server().kill();
     assertEquals(5, runPairs(sender, replicas.get(0), 5), "the calls are answered anyway");
     assertTrue(ties.stats()[2] >= 5, "copies ran unasked: " + java.util.Arrays.toString(ties.stats()));
+  }
+
+  /**
+   * Replicas without a tie guard of their own: copy 1 (attempt 1) answers 200 after 100 ms, copy 2
+   * (attempt 2, a retry) is shed at once with 503 and pushback. The shed answer did not win a tie,
+   * so it must not decide while the first copy runs.
+   */
+  @Test
+  void aShedSecondCopyDoesNotBeatTheFirstCopyStillRunning() {
+    List<URI> replicas = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      Router router = Router.router(vertx);
+      router.get("/work").handler(ctx -> {
+        if ("2".equals(ctx.request().getHeader(RetryAwareAdmission.ATTEMPT_HEADER))) {
+          ctx.response().setStatusCode(503).putHeader("X-Retry-Pushback-Ms", "500").putHeader("Retry-After", "1").end("shed");
+        } else {
+          vertx.setTimer(100, t -> ctx.response().end("replica ok"));
+        }
+      });
+      replicas.add(URI.create("http://127.0.0.1:" + vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort()));
+    }
+    TiedSender sender = TiedSender.builder(http).replicas(replicas).build();
+    HttpResponse<String> r = sender.send(HttpRequest.newBuilder(replicas.get(0).resolve("/work")).GET().build(),
+        HttpResponse.BodyHandlers.ofString()).join();
+    assertEquals(200, r.statusCode(), "the shed copy's answer decided the call: " + r.body());
+    assertEquals(1, sender.stats()[0], "the second copy was sent (and shed)");
+  }
+
+  /**
+   * Real admission before the tie guard on both replicas, one of them full: whichever replica the
+   * first copy goes to, the copy at the full one is shed (503, no tie claimed) and the call gets the
+   * answer of the copy that won its tie at the other.
+   */
+  @Test
+  void aCopyShedByRealAdmissionNeverDecidesTheCall() {
+    RetryAwareAdmission full = RetryAwareAdmission.builder().name("full").limit(com.netflix.concurrency.limits.limit.FixedLimit.of(1)).build();
+    RetryAwareAdmission.Permit held = full.tryAcquire(1).orElseThrow(); // the full replica's one slot is busy
+    RetryAwareAdmission idle = RetryAwareAdmission.builder().name("idle").limit(com.netflix.concurrency.limits.limit.FixedLimit.of(8)).build();
+    List<URI> replicas = new ArrayList<>();
+    int n = 0;
+    for (RetryAwareAdmission admission : List.of(full, idle)) {
+      int replica = ++n;
+      Router router = Router.router(vertx);
+      router.get("/work").handler(io.retrybudget.server.vertx.VertxAdmission.handler(admission));
+      router.get("/work").handler(VertxTies.handler(ties));
+      router.get("/work").handler(ctx -> {
+        executed(ctx.request().getHeader(TieGuard.TIE_HEADER));
+        vertx.setTimer(50, t -> ctx.response().end("replica " + replica));
+      });
+      replicas.add(URI.create("http://127.0.0.1:" + vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort()));
+    }
+    TiedSender sender = TiedSender.builder(http).replicas(replicas).build();
+    try {
+      for (int i = 0; i < 20; i++) {
+        HttpResponse<String> r = sender.send(HttpRequest.newBuilder(replicas.get(0).resolve("/work")).GET().build(),
+            HttpResponse.BodyHandlers.ofString()).join();
+        assertEquals(200, r.statusCode(), "call " + i + ": " + r.headers().map() + " " + r.body());
+        assertEquals("replica 2", r.body());
+        assertEquals("true", r.headers().firstValue(TieGuard.WON_HEADER).orElse(null));
+      }
+    } finally {
+      held.onIgnore();
+    }
+    assertEquals(20, executions.size(), "every call executed");
+    assertEquals(20, singleExecutions(), "each once");
+    assertTrue(full.stats().shedFirst() + full.stats().shedRetry() >= 20, "the full replica shed its copies: " + full.stats());
   }
 }

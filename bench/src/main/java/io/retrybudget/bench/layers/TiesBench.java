@@ -103,7 +103,8 @@ public final class TiesBench {
         }
         executions.incrementAndGet();
         vertx.setTimer(1 + random.nextInt(3), t -> {
-          VertxIdempotency.write(ctx.response(), new StoredResponse(200, List.of(), "ok".getBytes()));
+          VertxIdempotency.write(ctx.response(), new StoredResponse(200,
+              List.of(new StoredResponse.Header(TieGuard.WON_HEADER, "true")), "ok".getBytes()));
           next();
         });
       });

@@ -38,7 +38,8 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
- * the routes that take keys). It reads the request body (at most {@code maxRequestBodyBytes}, else
+ * the routes that take keys). A method outside {@code methods()} (or a request without a key where
+ * none is required) passes through untouched, its body unread. Otherwise it reads the request body (at most {@code maxRequestBodyBytes}, else
  * 413) so the fingerprint covers it and the servlet can still read it, asks the guard, and either
  * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
  * the answer and then sends it. The route template is the servlet mapping's pattern
@@ -64,6 +65,11 @@ public final class IdempotencyFilter implements Filter {
       throws IOException, ServletException {
     if (!(request instanceof HttpServletRequest req) || !(response instanceof HttpServletResponse res)) {
       chain.doFilter(request, response);
+      return;
+    }
+    if (!guard.config().methods().contains(req.getMethod().toUpperCase(java.util.Locale.ROOT))
+        || (req.getHeader(guard.config().keyHeader()) == null && !guard.config().required())) {
+      chain.doFilter(request, response); // not guarded: untouched, its body is not read
       return;
     }
     byte[] body = readBounded(req.getInputStream(), maxRequestBodyBytes);
@@ -164,6 +170,17 @@ public final class IdempotencyFilter implements Filter {
       @Override
       public String header(String name) {
         return req.getHeader(name);
+      }
+
+      @Override
+      public int headerLines(String name) {
+        var lines = req.getHeaders(name);
+        int n = 0;
+        while (lines != null && lines.hasMoreElements()) {
+          lines.nextElement();
+          n++;
+        }
+        return n;
       }
 
       @Override

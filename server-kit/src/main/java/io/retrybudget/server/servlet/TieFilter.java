@@ -12,7 +12,10 @@ import java.io.IOException;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
-/** {@link TieGuard} as a Servlet 6.1 filter: a tied copy that lost answers at once. */
+/**
+ * {@link TieGuard} as a Servlet 6.1 filter: a tied copy that lost answers at once; one that runs
+ * gets {@code X-Tie-Won: true} on its answer. Map it before the idempotency and admission filters.
+ */
 public final class TieFilter implements Filter {
   private final TieGuard ties;
 
@@ -39,6 +42,7 @@ public final class TieFilter implements Filter {
         IdempotencyFilter.write(res, TieGuard.lostAnswer());
         return;
       }
+      res.setHeader(TieGuard.WON_HEADER, "true"); // this copy runs: its answer decides the call
     }
     chain.doFilter(request, response);
   }

@@ -8,7 +8,8 @@ import java.util.Objects;
 
 /**
  * {@link TieGuard} as a Vert.x Web route handler, placed right before the handler that does the
- * work: a tied copy that lost answers at once; anything else goes on.
+ * work (and before the idempotency and admission handlers): a tied copy that lost answers at once;
+ * a tied copy that runs gets {@code X-Tie-Won: true} on its answer; anything else goes on.
  */
 public final class VertxTies {
   private VertxTies() {}
@@ -20,6 +21,9 @@ public final class VertxTies {
           if (d.succeeded() && d.result() == TieGuard.Decision.LOST) {
             VertxIdempotency.write(ctx.response(), TieGuard.lostAnswer());
           } else {
+            if (ctx.request().getHeader(TieGuard.TIE_HEADER) != null) {
+              ctx.response().putHeader(TieGuard.WON_HEADER, "true"); // this copy runs: its answer decides the call
+            }
             ctx.next();
           }
         });
