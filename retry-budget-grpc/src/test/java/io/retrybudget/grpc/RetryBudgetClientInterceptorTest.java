@@ -1,5 +1,6 @@
 package io.retrybudget.grpc;
 
+import io.retrybudget.testing.CountingBudget;
 import static io.retrybudget.grpc.EchoService.ECHO;
 import static io.retrybudget.grpc.EchoService.HANG;
 import static io.retrybudget.grpc.EchoService.fail;

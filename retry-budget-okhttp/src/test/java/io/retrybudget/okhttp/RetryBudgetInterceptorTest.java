@@ -1,5 +1,6 @@
 package io.retrybudget.okhttp;
 
+import io.retrybudget.testing.CountingBudget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;

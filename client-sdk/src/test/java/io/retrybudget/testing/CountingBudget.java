@@ -1,4 +1,4 @@
-package io.retrybudget.grpc;
+package io.retrybudget.testing;
 
 import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.RetryBudget;
@@ -6,12 +6,12 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A real budget that also counts what it is asked, so a test can see what the integration asked. */
-final class CountingBudget implements RetryBudget {
-  final RetryBudget delegate;
-  final AtomicInteger firstAttempts = new AtomicInteger();
-  final AtomicInteger acquires = new AtomicInteger();
+public final class CountingBudget implements RetryBudget {
+  public final RetryBudget delegate;
+  public final AtomicInteger firstAttempts = new AtomicInteger();
+  public final AtomicInteger acquires = new AtomicInteger();
 
-  CountingBudget(RetryBudget delegate) {
+  public CountingBudget(RetryBudget delegate) {
     this.delegate = delegate;
   }
 
