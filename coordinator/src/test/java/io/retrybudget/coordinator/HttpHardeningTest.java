@@ -84,7 +84,7 @@ class HttpHardeningTest {
     try (RawHttp c = new RawHttp(port)) {
       RawHttp.Answer patch = c.send(request("PATCH", "/v1/budgets/x")).read();
       assertEquals(405, patch.status());
-      assertEquals("GET, HEAD, OPTIONS, PUT", patch.header("allow"));
+      assertEquals("GET, HEAD, OPTIONS, PUT, DELETE", patch.header("allow"));
       assertEquals("method", new JsonObject(patch.body()).getString("field"));
       RawHttp.Answer options = c.send(request("OPTIONS", "/v1/budgets/x/retries")).read();
       assertEquals(204, options.status());
