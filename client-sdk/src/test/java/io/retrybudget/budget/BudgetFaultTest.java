@@ -168,6 +168,12 @@ class BudgetFaultTest {
       assertEquals(BudgetDecision.GRANTED_FALLBACK, allow.budget(BudgetConfig.builder("p").build()).acquireBlocking());
       RetryBudget local = noFloor.budget(BudgetConfig.builder("p").ratio(0.5).build());
       assertEquals(BudgetDecision.DENIED_FALLBACK, local.acquireBlocking(), "no requests, no floor: nothing");
+      // until two calls in a row have failed, a refusal is "in doubt", not the fallback's: wait for the
+      // fallback (with no first attempts yet it grants nothing, so waiting spends nothing)
+      Eventually.await("degraded", Duration.ofSeconds(5), () -> {
+        local.acquireBlocking();
+        return local.isDegraded();
+      });
       for (int i = 0; i < 10; i++) {
         local.recordFirstAttempt();
       }
