@@ -50,15 +50,20 @@ import java.util.logging.Logger;
  * <ul>
  *   <li>at most {@link HttpLimits#maxConnections()} open connections; at the cap a new connection
  *       closes the one that has waited longest for a request (an idle keep-alive or one still in
- *       its headers), and when every connection carries a request the new one is closed at once,
- *       before Vert.x sees it;</li>
+ *       its headers, or one answered and lingering), else the one busy longest if that is over
+ *       {@link #BUSY_EVICTABLE_MILLIS}; only when every request started within that is the new one
+ *       closed at once, before Vert.x sees it;</li>
+ *   <li>at most {@link #MAX_REQUESTS_PER_CONNECTION} requests per connection, and one deadline for
+ *       a pipelined run of answers (not one per answer);</li>
  *   <li>one deadline per connection for the phase it is in: headers (from the accept or the first
  *       byte of a request), body (from the end of the headers), answer (from the end of the body to
  *       the last byte written) and idle keep-alive; a sweep closes connections past theirs;</li>
  *   <li>requests Vert.x should never see are answered here, before any metric or body work:
- *       unknown methods (501), undecodable request lines or headers (400, 414, 431), and
- *       Content-Length with Transfer-Encoding (400, then close);</li>
- *   <li>an answer that carries {@code Connection: close} before its request body was read ends in
+ *       unknown methods (501), undecodable request lines or headers (400, 414, 431),
+ *       Content-Length with Transfer-Encoding, and any Transfer-Encoding but exactly chunked (400,
+ *       then close);</li>
+ *   <li>an answer written before its request body ended always carries {@code Connection: close}
+ *       (from any route); such an answer ends in
  *       a lingering close: output shut, the rest of the body discarded (at most 256 KiB, 2 s), so
  *       the client reads the answer instead of a reset and no body is held.</li>
  * </ul>
@@ -75,6 +80,17 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   static final long LINGER_MAX_BYTES = 256 * 1024;
   /** Accepted connections waiting for the event loop to set them up, at most. */
   private static final int MAX_SETTING_UP = 64;
+  /**
+   * At the cap with nobody waiting, a connection whose requests have been under way this long
+   * gives way to a newcomer (the one busy longest first): legitimate requests take milliseconds,
+   * so a slot can only be held by opening new connections faster than this, not by one slow one.
+   */
+  static final long BUSY_EVICTABLE_MILLIS = 1_000;
+  /**
+   * Requests one connection carries at most; the answer to the last says {@code Connection: close}
+   * and what is pipelined behind it is dropped. Bounds how long a reader, however slow, keeps one.
+   */
+  static final int MAX_REQUESTS_PER_CONNECTION = 100;
 
   enum Reason {
     REFUSED, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
@@ -97,6 +113,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private final Set<Conn> all = ConcurrentHashMap.newKeySet();
   /** Connections without a request in progress, longest waiting first; guarded by itself. */
   private final LinkedHashSet<Conn> waiting = new LinkedHashSet<>();
+  /** Connections with requests under way, busy longest first; guarded by {@link #waiting}. */
+  private final LinkedHashSet<Conn> busy = new LinkedHashSet<>();
   private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
   /** Accepted, not yet set up by the event loop: while many are, accepting pauses (see {@link #channelRead}). */
   private final AtomicInteger settingUp = new AtomicInteger();
@@ -180,6 +198,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       all.remove(c);
       synchronized (waiting) {
         waiting.remove(c);
+        busy.remove(c);
       }
     });
     child.pipeline().addFirst("rb-raw", c.raw);
@@ -187,14 +206,26 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   }
 
   private boolean evictLongestWaiting() {
-    Conn victim;
+    Conn victim = null;
     synchronized (waiting) {
-      Iterator<Conn> it = waiting.iterator();
-      if (!it.hasNext()) {
-        return false;
+      // closed ones may linger in the sets a moment (a close on the event loop): skipped
+      for (Iterator<Conn> it = waiting.iterator(); victim == null && it.hasNext(); ) {
+        Conn w = it.next();
+        it.remove();
+        victim = w.ch.isOpen() ? w : null;
       }
-      victim = it.next();
-      it.remove();
+      for (Iterator<Conn> b = busy.iterator(); victim == null && b.hasNext(); ) {
+        Conn w = b.next();
+        if (w.ch.isOpen()
+            && System.nanoTime() - w.busySince < TimeUnit.MILLISECONDS.toNanos(BUSY_EVICTABLE_MILLIS)) {
+          return false; // the longest busy is young: every request is under way
+        }
+        b.remove();
+        victim = w.ch.isOpen() ? w : null;
+      }
+    }
+    if (victim == null) {
+      return false;
     }
     if (victim.closing.get()) {
       return true; // closing anyway (a deadline passed): its descriptor is on its way back
@@ -228,12 +259,16 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     final AtomicBoolean closing = new AtomicBoolean();
     volatile Phase phase = Phase.HEADERS;
     volatile long deadline;
+    /** When its requests came under way (the first of a pipelined run). */
+    volatile long busySince;
     // the connection's event loop only:
     int inFlight; // requests handed to Vert.x whose answer is not written yet
     boolean bodyPending; // the latest request's body has not ended
     boolean closeAfterAnswer;
     boolean swallow; // drop decoded messages up to the end of a refused request
     boolean discarding; // lingering: raw bytes are dropped
+    int requests; // requests handed to Vert.x so far
+    boolean retired; // the last request allowed has ended: the rest is dropped
     long discarded;
     final RawWatch raw = new RawWatch();
     final Gate gate = new Gate();
@@ -275,41 +310,51 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     void waitForRequest() {
       enter(Phase.IDLE, idleNanos);
       synchronized (waiting) {
-        waiting.add(this);
+        busy.remove(this);
+        if (ch.isOpen()) {
+          waiting.add(this);
+        }
       }
     }
 
-    void requestStarted() {
+    void requestStarted(HttpRequest req) {
+      // a request without a body ends with the empty last content right behind it, possibly after
+      // Vert.x answered it: only a declared body can be pending at the answer
+      HttpHeaders h = req.headers();
+      String length = h.get(HttpHeaderNames.CONTENT_LENGTH);
+      bodyPending = !(req instanceof LastHttpContent)
+          && (h.contains(HttpHeaderNames.TRANSFER_ENCODING) || (length != null && !"0".equals(length)));
+      if (inFlight++ > 0) {
+        return; // pipelined behind answers not written yet: the run's deadline holds, not a new one
+      }
+      busySince = System.nanoTime();
       synchronized (waiting) {
         waiting.remove(this);
+        if (ch.isOpen()) {
+          busy.add(this);
+        }
       }
-      inFlight++;
-      bodyPending = true;
       enter(Phase.BODY, bodyNanos);
     }
 
     void requestEnded() {
       bodyPending = false;
-      if (phase == Phase.BODY) {
+      if (phase == Phase.BODY && inFlight == 1) {
         enter(Phase.ANSWER, bodyNanos);
       }
     }
 
     void answerWritten() {
       inFlight--;
-      if (closeAfterAnswer) {
+      if (closeAfterAnswer || bodyPending && inFlight <= 0) {
+        // answered before its body ended: never kept alive (the guard added Connection: close)
         lingerOrClose();
       } else if (inFlight <= 0) {
         inFlight = 0;
-        if (bodyPending) {
-          // answered before its body ended and kept alive: the rest of the body must come in time
-          enter(Phase.BODY, bodyNanos);
-        } else {
-          waitForRequest();
-        }
-      } else {
-        enter(phase, bodyNanos); // a pipelined request is next
+        waitForRequest();
       }
+      // else a pipelined request is next, within the same deadline: a slow reader gets no more
+      // time per answer, so a run of pipelined answers ends within one answer deadline
     }
 
     /** After an answer with Connection: close. */
@@ -320,6 +365,12 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       }
       discarding = true;
       enter(Phase.LINGER, TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
+      synchronized (waiting) {
+        busy.remove(this);
+        if (ch.isOpen()) {
+          waiting.add(this); // answered: the first to give way at the cap
+        }
+      }
       s.shutdownOutput();
       // the rest of the body is not even read: the client has the answer and the FIN; what it still
       // sends waits in the kernel until the close at the deadline (or is dropped when it ends first)
@@ -375,7 +426,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     final class Gate extends ChannelDuplexHandler {
       @Override
       public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (swallow || discarding) {
+        if (swallow || discarding || retired) {
           if (msg instanceof LastHttpContent) {
             swallow = false;
           }
@@ -391,11 +442,13 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
             refuse(ctx, refusal);
             return;
           }
-          requestStarted();
+          requests++;
+          requestStarted(req);
         }
         boolean last = msg instanceof LastHttpContent;
         if (last) {
           requestEnded();
+          retired = requests >= MAX_REQUESTS_PER_CONNECTION;
         }
         ctx.fireChannelRead(msg);
       }
@@ -405,6 +458,11 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         boolean finalAnswer = true;
         if (msg instanceof HttpResponse r) {
           finalAnswer = r.status().code() >= 200;
+          if (finalAnswer && inFlight == 1 && (bodyPending || requests >= MAX_REQUESTS_PER_CONNECTION)) {
+            // the answer to a request whose body has not ended (from any route): the connection
+            // ends with it, the rest of the body is discarded, never awaited on a kept-alive one
+            r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+          }
           if (finalAnswer && r.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true)) {
             closeAfterAnswer = true;
           }
@@ -466,6 +524,20 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       }
       LOG.log(Level.FINE, "undecodable request", cause);
       return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", "malformed request line or header", false);
+    }
+    HttpHeaders headers = req.headers();
+    if (headers.contains(HttpHeaderNames.TRANSFER_ENCODING)) {
+      // RFC 9112 section 6.3: only chunked is read here; any other coding (xchunked, gzip, chunked
+      // with another) or a second header would leave the body's end to guesswork: refused, closed
+      java.util.List<String> te = headers.getAll(HttpHeaderNames.TRANSFER_ENCODING);
+      if (headers.contains(HttpHeaderNames.CONTENT_LENGTH)) {
+        return new Refusal(HttpResponseStatus.BAD_REQUEST, "header",
+            "Content-Length and Transfer-Encoding must not be sent together", false);
+      }
+      if (te.size() != 1 || !"chunked".equalsIgnoreCase(te.get(0).trim()) || req.protocolVersion() != HttpVersion.HTTP_1_1) {
+        return new Refusal(HttpResponseStatus.BAD_REQUEST, "header",
+            "Transfer-Encoding must be exactly chunked (HTTP/1.1)", false);
+      }
     }
     String method = req.method().name();
     if (!KNOWN_METHODS.contains(method)) {

@@ -7,7 +7,6 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.ext.web.Router;
-import io.vertx.micrometer.PrometheusScrapingHandler;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
@@ -53,7 +52,7 @@ final class CoordinatorVerticle extends VerticleBase {
   public Future<?> start() {
     Router router = Router.router(vertx);
     BudgetApi api = new BudgetApi(budgets, config.token(), config.maxBudgets(), redisEndpoint,
-        PrometheusScrapingHandler.create(registry), openApi);
+        new MetricsScrape(vertx, registry, System::nanoTime), openApi);
     api.mount(router);
     httpTags.routes(api.routes());
 

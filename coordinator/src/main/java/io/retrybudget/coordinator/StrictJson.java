@@ -57,7 +57,14 @@ final class StrictJson {
       if (first == null) {
         throw new Malformed("empty body");
       }
-      Object value = value(p, first);
+      Object value;
+      try {
+        value = value(p, first);
+      } catch (NumberFormatException | ArithmeticException e) {
+        // an exponent beyond what BigDecimal holds (1e9999999999): out of range, whatever the field
+        String field = p.currentName();
+        throw new Malformed("number out of range" + (field == null ? "" : " in \"" + field + "\""), field);
+      }
       if (p.nextToken() != null) {
         throw new Malformed("text after the JSON value");
       }

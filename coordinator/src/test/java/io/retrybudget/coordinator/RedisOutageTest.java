@@ -57,7 +57,7 @@ class RedisOutageTest {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
         ApiClient api = new ApiClient(c.port(), "t")) {
-      assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/slow", "{\"ratio\": 0.1}").status());
+      assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/slow", "{\"ratio\": 0.5}").status());
       assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/slow/requests", "{\"count\": 1}").status());
       redis.server().pause(); // SIGSTOP: connected, silent
       try {
@@ -76,8 +76,7 @@ class RedisOutageTest {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
         ApiClient api = new ApiClient(c.port(), "t")) {
-      // a configured budget: the permit script then has a window to write, which the OOM refuses
-      assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/oom", "{\"ratio\": 0.1}").status());
+      assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/oom", "{\"ratio\": 0.5}").status());
       redis.server().call("CONFIG", "SET", "maxmemory", "1");
       try {
         var r = api.write("countRequests", "POST", "/v1/budgets/oom/requests", "{\"count\": 1}");

@@ -1,0 +1,55 @@
+package io.retrybudget.coordinator;
+
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.ext.web.RoutingContext;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * GET /metrics: the Prometheus text is rendered on a worker thread, never on the event loop (a
+ * full tag space is tens of milliseconds of work), and one rendering answers every scrape that
+ * arrives while it runs (and for {@link #FRESH_MILLIS} after): any number of concurrent or pipelined
+ * scrapes cost one rendering at a time, and the event loop only writes the text. Runs on the event loop it is mounted on; its fields are that loop's only.
+ */
+final class MetricsScrape implements Handler<RoutingContext> {
+  /** How long a finished rendering still answers new scrapes (0: only the ones that came while it ran). */
+  static final long FRESH_MILLIS = 0;
+  static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+  private final Vertx vertx;
+  private final PrometheusMeterRegistry registry;
+  private final LongSupplier nanoTime;
+  private Future<Buffer> latest;
+  private long renderedAt;
+
+  MetricsScrape(Vertx vertx, PrometheusMeterRegistry registry, LongSupplier nanoTime) {
+    this.vertx = vertx;
+    this.registry = registry;
+    this.nanoTime = nanoTime;
+  }
+
+  @Override
+  public void handle(RoutingContext ctx) {
+    long now = nanoTime.getAsLong();
+    if (latest == null || (latest.isComplete() && now - renderedAt >= TimeUnit.MILLISECONDS.toNanos(FRESH_MILLIS))) {
+      renderedAt = now;
+      // unordered: a slow rendering never queues another behind it on the worker pool
+      latest = vertx.executeBlocking(() -> Buffer.buffer(registry.scrape()), false);
+    }
+    latest.onComplete(r -> {
+      if (ctx.response().ended() || ctx.response().closed()) {
+        return;
+      }
+      if (r.succeeded()) {
+        ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
+      } else {
+        ctx.fail(r.cause());
+      }
+    });
+  }
+}

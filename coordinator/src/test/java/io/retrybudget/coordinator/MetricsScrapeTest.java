@@ -1,0 +1,54 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.ext.web.Router;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** GET /metrics renders on a worker, never on the event loop, and concurrent scrapes share a rendering. */
+class MetricsScrapeTest {
+  @Test
+  void theScrapeIsRenderedOffTheEventLoopAndSharedByPipelinedScrapes() throws Exception {
+    Vertx vertx = Vertx.vertx();
+    try {
+      PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      AtomicInteger onEventLoop = new AtomicInteger();
+      AtomicInteger renderings = new AtomicInteger();
+      Gauge.builder("probe", () -> {
+        renderings.incrementAndGet();
+        if (Context.isOnEventLoopThread()) {
+          onEventLoop.incrementAndGet();
+        }
+        return 1;
+      }).register(registry);
+      Router router = Router.router(vertx);
+      router.get("/metrics").handler(new MetricsScrape(vertx, registry, System::nanoTime));
+      HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+          .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      int pipelined = 50;
+      try (RawHttp c = new RawHttp(server.actualPort())) {
+        c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n".repeat(pipelined));
+        for (int i = 0; i < pipelined; i++) {
+          RawHttp.Answer a = c.read();
+          assertEquals(200, a.status());
+          assertEquals(MetricsScrape.CONTENT_TYPE, a.header("content-type"));
+          assertTrue(a.body().contains("probe 1.0"), a.body());
+        }
+      }
+      assertEquals(0, onEventLoop.get(), "rendered on the event loop " + onEventLoop.get() + " times");
+      assertTrue(renderings.get() >= 1 && renderings.get() <= pipelined, renderings.get() + " renderings");
+    } finally {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+}
