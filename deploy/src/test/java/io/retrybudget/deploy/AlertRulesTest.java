@@ -47,9 +47,20 @@ class AlertRulesTest {
       Map<String, Object> annotations = at(rule, "annotations");
       assertTrue(annotations.containsKey("summary") && annotations.containsKey("description"), name);
       String link = (String) annotations.get("runbook_url");
-      assertEquals("deploy/RUNBOOK.md#" + name.toLowerCase(), link);
+      assertEquals(runbookBaseUrl() + "#" + name.toLowerCase(), link);
       assertTrue(runbook.contains("\n## " + name + "\n"), "RUNBOOK.md has a section for " + name);
     }
+  }
+
+  /** The absolute runbook base URL deploy/README.md documents (RUNBOOK_BASE_URL=...). */
+  static String runbookBaseUrl() {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^\\s+RUNBOOK_BASE_URL=(\\S+)$")
+        .matcher(DeployFiles.text("README.md"));
+    assertTrue(m.find(), "deploy/README.md documents RUNBOOK_BASE_URL");
+    java.net.URI base = java.net.URI.create(m.group(1));
+    assertTrue(base.isAbsolute() && base.getScheme().startsWith("http") && base.getHost() != null
+        && base.getFragment() == null, "an absolute http(s) URL without fragment: " + base);
+    return m.group(1);
   }
 
   @Test
