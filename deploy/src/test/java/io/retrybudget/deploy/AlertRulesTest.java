@@ -2,6 +2,7 @@ package io.retrybudget.deploy;
 
 import static io.retrybudget.deploy.DeployFiles.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
@@ -49,6 +50,28 @@ class AlertRulesTest {
       String link = (String) annotations.get("runbook_url");
       assertEquals(runbookBaseUrl() + "#" + name.toLowerCase(), link);
       assertTrue(runbook.contains("\n## " + name + "\n"), "RUNBOOK.md has a section for " + name);
+    }
+  }
+
+  /** The dashboard and the alerts name the budget by one label, {@code budget}, in every family. */
+  @Test
+  void everyQuerySelectsAndGroupsTheBudgetByTheBudgetLabel() {
+    List<String> exprs = new java.util.ArrayList<>();
+    java.util.regex.Matcher e = java.util.regex.Pattern.compile("\"expr\":\\s*\"((?:[^\"\\\\]|\\\\.)*)\"")
+        .matcher(DeployFiles.text("grafana/dashboards/retry-budgets.json"));
+    while (e.find()) {
+      exprs.add(e.group(1).replace("\\\"", "\""));
+    }
+    assertTrue(exprs.size() >= 5, "the dashboard's queries: " + exprs);
+    for (Map<String, Object> rule : rules()) {
+      exprs.add((String) rule.get("expr"));
+    }
+    java.util.regex.Pattern nameLabel = java.util.regex.Pattern.compile("[{,(]\\s*name\\s*(=~|!~|!=|=|,|\\))");
+    for (String expr : exprs) {
+      assertFalse(nameLabel.matcher(expr).find(), "the budget label is `budget`, not `name`: " + expr);
+      if (expr.contains("retry_")) {
+        assertTrue(expr.contains("budget"), "names the budget: " + expr);
+      }
     }
   }
 
