@@ -34,6 +34,11 @@ public final class LocalRetryBudget implements RetryBudget {
   }
 
   @Override
+  public java.util.Optional<BudgetConfig> configInForce() {
+    return java.util.Optional.of(config);
+  }
+
+  @Override
   public synchronized void recordFirstAttempt() {
     window.add(millisClock.getAsLong(), 1, 0, 0);
   }

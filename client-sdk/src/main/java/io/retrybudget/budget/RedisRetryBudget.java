@@ -35,6 +35,7 @@ import java.util.function.LongSupplier;
  * </ul>
  */
 final class RedisRetryBudget implements RetryBudget {
+  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
   static final int DEGRADED_AFTER_FAILURES = 2;
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
   private final RedisBudgetClient client;
@@ -64,12 +65,20 @@ final class RedisRetryBudget implements RetryBudget {
   private volatile boolean closed;
   // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
   private volatile Learned learned;
+  // the configuration Redis holds, as a BudgetConfig; null until Redis has answered
+  private volatile BudgetConfig inForce;
+  private final AtomicBoolean differenceLogged = new AtomicBoolean();
 
   /**
    * What Redis last said about the budget. {@code activeClients} is 0 until Redis has said how many
    * clients share the budget: no floor share before that.
    */
   record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, BudgetMode mode, long activeClients) {
+    boolean sameConfig(BudgetConfig c) {
+      return c != null && c.ratioPpm() == ratioPpm && c.windowSeconds() == windowSeconds
+          && c.minRetriesPerSecond() == minRetriesPerSecond && c.mode() == mode;
+    }
+
     static Learned of(BudgetReply reply) {
       return new Learned(reply.ratioPpm(), reply.windowSeconds(), reply.minRetriesPerSecond(),
           BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE,
@@ -211,7 +220,9 @@ final class RedisRetryBudget implements RetryBudget {
     }
     return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, need, seed), k, sequence).thenApply(reply -> {
       if (reply.applied()) {
-        learned = Learned.of(reply);
+        Learned told = Learned.of(reply);
+        learned = told;
+        learnConfig(told);
       } else {
         // Redis applied none of it: the counts go with the next call
         pendingRequests.add(requests);
@@ -219,6 +230,32 @@ final class RedisRetryBudget implements RetryBudget {
       }
       return reply;
     });
+  }
+
+  /** Keeps the configuration Redis holds; says once when it is not the one this client was built with. */
+  private void learnConfig(Learned now) {
+    BudgetConfig current = inForce;
+    if (now.sameConfig(current)) {
+      return; // the usual case: nothing allocated
+    }
+    BudgetConfig config;
+    try {
+      config = BudgetConfig.builder(seed.name()).ratioPpm(now.ratioPpm()).windowSeconds(now.windowSeconds())
+          .minRetriesPerSecond(now.minRetriesPerSecond()).mode(now.mode()).build();
+    } catch (IllegalArgumentException e) {
+      return; // the scripts validate what they store; a value outside the builder's range is not exposed
+    }
+    inForce = config;
+    if (!config.equals(seed) && differenceLogged.compareAndSet(false, true)) {
+      LOG.info(() -> "budget " + seed.name() + ": Redis already holds another configuration, which is in force: "
+          + config + "; this client was built with " + seed
+          + " (the first registration wins; change a budget with the coordinator's PUT /v1/budgets/" + seed.name() + ")");
+    }
+  }
+
+  @Override
+  public java.util.Optional<BudgetConfig> configInForce() {
+    return java.util.Optional.ofNullable(inForce);
   }
 
   /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */

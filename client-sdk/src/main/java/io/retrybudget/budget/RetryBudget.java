@@ -1,5 +1,6 @@
 package io.retrybudget.budget;
 
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -35,6 +36,17 @@ public interface RetryBudget extends AutoCloseable {
 
   /** Asks for one extra attempt without blocking the caller's thread. */
   CompletionStage<BudgetDecision> acquire();
+
+  /**
+   * The configuration this budget's decisions follow. For a budget in Redis it is the one Redis
+   * holds, empty until Redis has first answered: the first registration of a budget wins, so it can
+   * differ from the {@link BudgetConfig} this client was built with (that difference is logged once,
+   * at INFO, with both values; change a budget with the coordinator's {@code PUT /v1/budgets/{name}}).
+   * A local budget answers with its own configuration.
+   */
+  default Optional<BudgetConfig> configInForce() {
+    return Optional.empty();
+  }
 
   /** True while decisions come from the fallback because the shared store is unreachable. */
   default boolean isDegraded() {

@@ -14,7 +14,7 @@ public final class MicrometerBudgetMetrics {
   public static void monitor(MeterRegistry registry, RetryBudget budget) {
     Gauge.builder("retry.budget.degraded", budget, b -> b.isDegraded() ? 1 : 0)
         .description("1 while this client's retry budget uses its local fallback (Redis unreachable)")
-        .tag("budget", budget.name())
+        .tag(MicrometerRetryMetrics.BUDGET_TAG, budget.name())
         .strongReference(false)
         .register(registry);
   }

@@ -16,18 +16,25 @@ import java.util.concurrent.TimeUnit;
  * Micrometer; the core runs without it on the classpath. Meters (Prometheus names in brackets):
  *
  * <ul>
- *   <li>{@code retry.calls} {name, outcome} [retry_calls_total]: one per call; {@code success_with_retry}
+ *   <li>{@code retry.calls} {budget, outcome} [retry_calls_total]: one per call; {@code success_with_retry}
  *       when more than one attempt (retries or hedges) was started
- *   <li>{@code retry.attempts} {name, kind=first|retry|hedge} [retry_attempts_total]
- *   <li>{@code retry.hedges} {name, result=won|denied} [retry_hedges_total]: hedges whose answer
+ *   <li>{@code retry.attempts} {budget, kind=first|retry|hedge} [retry_attempts_total]
+ *   <li>{@code retry.hedges} {budget, result=won|denied} [retry_hedges_total]: hedges whose answer
  *       won the call, and hedges the budget refused (hedges sent are {@code retry.attempts{kind=hedge}})
- *   <li>{@code retry.budget.denials} {name, reason} [retry_budget_denials_total]
- *   <li>{@code retry.backoff} {name} timer of planned delays [retry_backoff_seconds_*]
+ *   <li>{@code retry.budget.denials} {budget, reason} [retry_budget_denials_total]
+ *   <li>{@code retry.backoff} {budget} timer of planned delays [retry_backoff_seconds_*]
  * </ul>
+ *
+ * <p>The {@code budget} tag (the name given to the constructor: name it after the budget the
+ * executor uses) is the tag every metric family of the project names the budget with, the
+ * {@code retry.budget.degraded} gauge and the coordinator's gauges too.
  *
  * <p>Every counter is created up front, so a rate is defined from the first scrape on.
  */
 public final class MicrometerRetryMetrics implements RetryListener {
+  /** The tag that names the budget, on every meter (as on the degraded gauge and the coordinator's). */
+  public static final String BUDGET_TAG = "budget";
+
   /** Values of the {@code outcome} tag. */
   public static final String SUCCESS = "success";
   public static final String SUCCESS_WITH_RETRY = "success_with_retry";
@@ -64,11 +71,11 @@ public final class MicrometerRetryMetrics implements RetryListener {
       if (!reason.granted()) {
         denials.put(reason, Counter.builder("retry.budget.denials")
             .description("Retries refused by the retry budget, by reason")
-            .tag("name", name).tag("reason", reason.tag()).register(registry));
+            .tag(BUDGET_TAG, name).tag("reason", reason.tag()).register(registry));
       }
     }
     backoff = Timer.builder("retry.backoff").description("Delays planned before retries")
-        .tag("name", name).register(registry);
+        .tag(BUDGET_TAG, name).register(registry);
   }
 
   /** The {@code outcome} tag of a call that ended this way (a success after one attempt: {@code success}). */
@@ -90,17 +97,17 @@ public final class MicrometerRetryMetrics implements RetryListener {
 
   private static Counter attempts(MeterRegistry registry, String name, String kind) {
     return Counter.builder("retry.attempts").description("Attempts sent, by kind")
-        .tag("name", name).tag("kind", kind).register(registry);
+        .tag(BUDGET_TAG, name).tag("kind", kind).register(registry);
   }
 
   private static Counter hedgeCounter(MeterRegistry registry, String name, String result) {
     return Counter.builder("retry.hedges").description("Hedged requests that won, or that the budget refused")
-        .tag("name", name).tag("result", result).register(registry);
+        .tag(BUDGET_TAG, name).tag("result", result).register(registry);
   }
 
   private static Counter calls(MeterRegistry registry, String name, String outcome) {
     return Counter.builder("retry.calls").description("Calls ended, by outcome")
-        .tag("name", name).tag("outcome", outcome).register(registry);
+        .tag(BUDGET_TAG, name).tag("outcome", outcome).register(registry);
   }
 
   @Override

@@ -2,6 +2,7 @@ package io.retrybudget.micrometer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrybudget.budget.BudgetConfig;
@@ -18,7 +19,7 @@ class MicrometerRetryMetricsTest {
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
   private double count(String name, String tag, String value) {
-    return registry.get(name).tag("name", "backend").tag(tag, value).counter().count();
+    return registry.get(name).tag("budget", "backend").tag(tag, value).counter().count();
   }
 
   @Test
@@ -55,8 +56,15 @@ class MicrometerRetryMetricsTest {
     assertEquals(5, count("retry.attempts", "kind", "first"));
     assertEquals(2, count("retry.attempts", "kind", "retry"));
     assertEquals(1, count("retry.budget.denials", "reason", "exhausted"));
-    assertEquals(2, registry.get("retry.backoff").tag("name", "backend").timer().count());
+    assertEquals(2, registry.get("retry.backoff").tag("budget", "backend").timer().count());
     assertEquals(2 * 50, registry.get("retry.backoff").timer().totalTime(java.util.concurrent.TimeUnit.MILLISECONDS), 1e-6);
+    // one tag names the budget on every meter, as on the degraded gauge and the coordinator's gauges
+    MicrometerBudgetMetrics.monitor(registry, budget);
+    assertTrue(registry.getMeters().size() > 10);
+    for (io.micrometer.core.instrument.Meter meter : registry.getMeters()) {
+      assertEquals("backend", meter.getId().getTag("budget"), meter.getId().toString());
+      assertEquals(null, meter.getId().getTag("name"), meter.getId().toString());
+    }
   }
 
   @Test

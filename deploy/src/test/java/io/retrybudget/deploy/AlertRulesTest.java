@@ -2,6 +2,7 @@ package io.retrybudget.deploy;
 
 import static io.retrybudget.deploy.DeployFiles.at;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
@@ -47,9 +48,42 @@ class AlertRulesTest {
       Map<String, Object> annotations = at(rule, "annotations");
       assertTrue(annotations.containsKey("summary") && annotations.containsKey("description"), name);
       String link = (String) annotations.get("runbook_url");
-      assertEquals("deploy/RUNBOOK.md#" + name.toLowerCase(), link);
+      assertEquals(runbookBaseUrl() + "#" + name.toLowerCase(), link);
       assertTrue(runbook.contains("\n## " + name + "\n"), "RUNBOOK.md has a section for " + name);
     }
+  }
+
+  /** The dashboard and the alerts name the budget by one label, {@code budget}, in every family. */
+  @Test
+  void everyQuerySelectsAndGroupsTheBudgetByTheBudgetLabel() {
+    List<String> exprs = new java.util.ArrayList<>();
+    java.util.regex.Matcher e = java.util.regex.Pattern.compile("\"expr\":\\s*\"((?:[^\"\\\\]|\\\\.)*)\"")
+        .matcher(DeployFiles.text("grafana/dashboards/retry-budgets.json"));
+    while (e.find()) {
+      exprs.add(e.group(1).replace("\\\"", "\""));
+    }
+    assertTrue(exprs.size() >= 5, "the dashboard's queries: " + exprs);
+    for (Map<String, Object> rule : rules()) {
+      exprs.add((String) rule.get("expr"));
+    }
+    java.util.regex.Pattern nameLabel = java.util.regex.Pattern.compile("[{,(]\\s*name\\s*(=~|!~|!=|=|,|\\))");
+    for (String expr : exprs) {
+      assertFalse(nameLabel.matcher(expr).find(), "the budget label is `budget`, not `name`: " + expr);
+      if (expr.contains("retry_")) {
+        assertTrue(expr.contains("budget"), "names the budget: " + expr);
+      }
+    }
+  }
+
+  /** The absolute runbook base URL deploy/README.md documents (RUNBOOK_BASE_URL=...). */
+  static String runbookBaseUrl() {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^\\s+RUNBOOK_BASE_URL=(\\S+)$")
+        .matcher(DeployFiles.text("README.md"));
+    assertTrue(m.find(), "deploy/README.md documents RUNBOOK_BASE_URL");
+    java.net.URI base = java.net.URI.create(m.group(1));
+    assertTrue(base.isAbsolute() && base.getScheme().startsWith("http") && base.getHost() != null
+        && base.getFragment() == null, "an absolute http(s) URL without fragment: " + base);
+    return m.group(1);
   }
 
   @Test

@@ -111,7 +111,6 @@ class DeployFilesTest {
   void kubernetesManifestsMatchTheCoordinator() throws Exception {
     Map<String, Object> deployment = DeployFiles.yaml("k8s/base/deployment.yaml");
     Map<String, Object> configMap = DeployFiles.yaml("k8s/base/configmap.yaml");
-    Map<String, Object> secret = DeployFiles.yaml("k8s/base/secret.yaml");
     Map<String, Object> container = at(deployment, "spec", "template", "spec", "containers", 0);
     assertEquals(PORT, (int) at(container, "ports", 0, "containerPort"));
     List<String> command = at(container, "command");
@@ -123,11 +122,11 @@ class DeployFilesTest {
     assertEquals("http", at(container, "ports", 0, "name"));
     assertEquals("http", at(container, "readinessProbe", "httpGet", "port"));
     Map<String, Object> cmData = at(configMap, "data");
-    Map<String, Object> secretData = at(secret, "stringData");
-    IllegalArgumentException placeholder = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-        () -> CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_TOKEN", (String) secretData.get("COORDINATOR_TOKEN"))),
-        "the example Secret's placeholder token is refused at start");
-    assertTrue(placeholder.getMessage().contains("openssl rand"), placeholder.getMessage());
+    // the token Secret is made out of band by the README's command, never by the kustomization
+    Matcher createSecret = Pattern.compile("kubectl -n (\\S+) create secret generic (\\S+) --from-literal=(\\w+)=")
+        .matcher(DeployFiles.text("README.md"));
+    assertTrue(createSecret.find(), "deploy/README.md shows how to create the token Secret");
+    assertEquals(at(DeployFiles.yaml("k8s/base/namespace.yaml"), "metadata", "name"), createSecret.group(1));
     List<Map<String, Object>> env = at(container, "env");
     Set<String> names = new HashSet<>();
     for (Map<String, Object> e : env) {
@@ -139,8 +138,8 @@ class DeployFilesTest {
         assertTrue(cmData.containsKey((String) at(from, "configMapKeyRef", "key")), name);
         assertEquals((Object) at(configMap, "metadata", "name"), at(from, "configMapKeyRef", "name"));
       } else {
-        assertTrue(secretData.containsKey((String) at(from, "secretKeyRef", "key")), name);
-        assertEquals((Object) at(secret, "metadata", "name"), at(from, "secretKeyRef", "name"));
+        assertEquals(createSecret.group(3), at(from, "secretKeyRef", "key"), name);
+        assertEquals(createSecret.group(2), at(from, "secretKeyRef", "name"), name);
       }
     }
     assertTrue(names.containsAll(List.of("REDIS_URL", "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE")));
@@ -161,12 +160,135 @@ class DeployFilesTest {
     Map<String, Object> pdb = DeployFiles.yaml("k8s/base/pdb.yaml");
     assertEquals(labels, at(pdb, "spec", "selector", "matchLabels"));
     assertEquals(true, at(deployment, "spec", "template", "spec", "securityContext", "runAsNonRoot"));
-    // every resource the kustomizations name exists
+    // every resource the kustomizations name exists, and none of them is a Secret or makes one:
+    // `kubectl apply -k` must never replace the real token
     for (String k : List.of("k8s/base", "k8s/standalone", "k8s/redis-cluster")) {
-      List<String> resources = at(DeployFiles.yaml(k + "/kustomization.yaml"), "resources");
+      Map<String, Object> kustomization = DeployFiles.yaml(k + "/kustomization.yaml");
+      assertFalse(kustomization.containsKey("secretGenerator"), k + " generates a Secret");
+      List<String> resources = at(kustomization, "resources");
       for (String r : resources) {
         assertTrue(Files.exists(DeployFiles.path(k).resolve(r)), k + " names " + r);
+        if (!r.startsWith("..")) {
+          for (Object doc : DeployFiles.yamlDocuments(k + "/" + r)) {
+            assertFalse("Secret".equals(((Map<?, ?>) doc).get("kind")), k + "/" + r + " is a Secret");
+          }
+        }
       }
+    }
+    // read-only root, one writable emptyDir, and Vert.x's cache inside it
+    assertEquals(true, at(container, "securityContext", "readOnlyRootFilesystem"));
+    List<String> writable = writableMounts(deployment);
+    assertEquals(List.of("/tmp"), writable, "the writable directories of the pod");
+    String cacheDirBase = command.stream().filter(a -> a.startsWith("-Dvertx.cacheDirBase=")).findFirst()
+        .orElseThrow(() -> new AssertionError("no -Dvertx.cacheDirBase in " + command)).substring("-Dvertx.cacheDirBase=".length());
+    assertTrue(cacheDirBase.startsWith("/tmp/"), "Vert.x's cache in the emptyDir: " + cacheDirBase);
+    assertTrue(DeployFiles.text("Dockerfile").contains("\"-Dvertx.cacheDirBase=" + cacheDirBase + "\""), "the image's entrypoint agrees");
+  }
+
+  /** The mount paths of the Deployment's emptyDir volumes: all a read-only root lets it write. */
+  static List<String> writableMounts(Map<String, Object> deployment) {
+    Map<String, Object> pod = at(deployment, "spec", "template", "spec");
+    List<Map<String, Object>> volumes = at(pod, "volumes");
+    Set<String> emptyDirs = new HashSet<>();
+    for (Map<String, Object> v : volumes) {
+      if (v.containsKey("emptyDir")) {
+        emptyDirs.add((String) v.get("name"));
+      }
+    }
+    List<String> paths = new ArrayList<>();
+    for (Map<String, Object> m : DeployFiles.<List<Map<String, Object>>>at(pod, "containers", 0, "volumeMounts")) {
+      if (emptyDirs.contains(m.get("name"))) {
+        paths.add((String) m.get("mountPath"));
+      }
+    }
+    return paths;
+  }
+
+  /**
+   * The coordinator jar run like the Deployment runs it on its read-only root filesystem:
+   * {@code java.io.tmpdir} is a directory nobody can write (/proc, read-only even for root), and
+   * every {@code -D} flag of the Deployment's command that points into a writable emptyDir points
+   * into a writable directory standing in for it. Without those flags the same JVM refuses to start.
+   */
+  @Test
+  void theCoordinatorJarStartsWithAReadOnlyTmpdirAndTheDeploymentsFlags() throws Exception {
+    Path jar = DeployFiles.ROOT.resolveSibling("coordinator/target/coordinator.jar");
+    assertTrue(Files.isRegularFile(jar), jar + " (built by the reactor before deploy's tests)");
+    Map<String, Object> deployment = DeployFiles.yaml("k8s/base/deployment.yaml");
+    List<String> command = at(deployment, "spec", "template", "spec", "containers", 0, "command");
+    List<String> mounts = writableMounts(deployment);
+    Path writable = Files.createTempDirectory("emptydir");
+    List<String> flags = new ArrayList<>();
+    for (String arg : command.subList(1, command.indexOf("-jar"))) {
+      if (arg.startsWith("-D")) {
+        String value = arg.substring(arg.indexOf('=') + 1);
+        for (String mount : mounts) {
+          if (value.startsWith(mount + "/")) {
+            arg = arg.substring(0, arg.indexOf('=') + 1) + writable.resolve(value.substring(mount.length() + 1));
+          }
+        }
+        flags.add(arg);
+      }
+    }
+    assertFalse(flags.isEmpty(), "the Deployment's -D flags: " + command);
+    Path readOnly = Path.of("/proc");
+    assertFalse(Files.isWritable(readOnly.resolve("vertx-cache")) || readOnly.resolve("vertx-cache").toFile().mkdir());
+
+    StartResult without = startJar(jar, List.of("-Djava.io.tmpdir=" + readOnly));
+    assertFalse(without.started(), "a read-only tmpdir alone must stop Vert.x: " + without.output());
+    assertTrue(without.output().contains("vertx-cache"), without.output());
+
+    List<String> with = new ArrayList<>(flags);
+    with.add("-Djava.io.tmpdir=" + readOnly);
+    StartResult started = startJar(jar, with);
+    assertTrue(started.started(), "started with " + with + ": " + started.output());
+  }
+
+  record StartResult(boolean started, String output) {}
+
+  /** Starts the jar, waits (at most 60 s) for its "listening" line or its exit, then stops it. */
+  private static StartResult startJar(Path jar, List<String> jvmFlags) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(jvmFlags);
+    cmd.add("-jar");
+    cmd.add(jar.toString());
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().put("REDIS_URL", redis.uri());
+    pb.environment().put("COORDINATOR_PORT", "0");
+    pb.environment().put("COORDINATOR_TOKEN", "deploy-files-test-token-0123456789abcdef");
+    Process process = pb.start();
+    StringBuilder output = new StringBuilder();
+    java.util.concurrent.CompletableFuture<Boolean> listening = new java.util.concurrent.CompletableFuture<>();
+    Thread reader = new Thread(() -> {
+      try (java.io.BufferedReader r = process.inputReader()) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          synchronized (output) {
+            output.append(line).append('\n');
+          }
+          if (line.contains("coordinator listening on port")) {
+            listening.complete(true);
+          }
+        }
+      } catch (java.io.IOException e) {
+        listening.completeExceptionally(e);
+      }
+      listening.complete(false);
+    }, "jar-output");
+    reader.setDaemon(true);
+    reader.start();
+    try {
+      boolean started = listening.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      synchronized (output) {
+        return new StartResult(started, output.toString());
+      }
+    } finally {
+      process.destroy();
+      if (!process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) {
+        process.destroyForcibly().waitFor();
+      }
+      reader.join(5_000);
     }
   }
 

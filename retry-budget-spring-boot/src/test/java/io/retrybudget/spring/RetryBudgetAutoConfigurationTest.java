@@ -157,7 +157,7 @@ class RetryBudgetAutoConfigurationTest {
       MeterRegistry registry = context.getBean(MeterRegistry.class);
       assertEquals(0.0, registry.get("retry.budget.degraded").tag("budget", "payments-api").gauge().value());
       context.getBean(RetryBudgets.class).executor("payments").call(() -> "ok");
-      assertEquals(1.0, registry.get("retry.calls").tag("name", "payments").tag("outcome", "success").counter().count());
+      assertEquals(1.0, registry.get("retry.calls").tag("budget", "payments").tag("outcome", "success").counter().count());
     });
   }
 }
