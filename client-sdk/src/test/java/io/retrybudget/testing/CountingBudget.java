@@ -1,7 +1,9 @@
 package io.retrybudget.testing;
 
+import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.RetryBudget;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -36,6 +38,11 @@ public final class CountingBudget implements RetryBudget {
   public CompletionStage<BudgetDecision> acquire() {
     acquires.incrementAndGet();
     return delegate.acquire();
+  }
+
+  @Override
+  public Optional<BudgetConfig> configInForce() {
+    return delegate.configInForce();
   }
 
   @Override
