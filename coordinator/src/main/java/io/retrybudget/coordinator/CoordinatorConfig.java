@@ -50,7 +50,7 @@ public record CoordinatorConfig(
       "COORDINATOR_AUTO_CREATE", "COORDINATOR_MAX_CONNECTIONS", "COORDINATOR_HEADER_TIMEOUT_MS",
       "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
-  /** Tokens that are examples, not secrets: deploy/k8s/base/secret.yaml's and the usual ones. */
+  /** Tokens that are examples, not secrets: the placeholder the Kubernetes manifests once shipped and the usual ones. */
   static final Set<String> PLACEHOLDER_TOKENS = Set.of("replace-me-with-a-long-random-token", "replace-me",
       "changeme", "change-me", "token", "secret");
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
