@@ -157,65 +157,26 @@ class ClusterFailoverTest {
       for (int i = 0; i < 200; i++) {
         budgets.add((RedisRetryBudget) client.budget(config));
       }
-      AtomicBoolean running = new AtomicBoolean(true);
-      AtomicLong recorded = new AtomicLong();
-      AtomicLong granted = new AtomicLong();
-      AtomicLong fromFallback = new AtomicLong();
-      AtomicLong decisions = new AtomicLong();
-      List<Thread> threads = new ArrayList<>();
-      for (RedisRetryBudget b : budgets) {
-        Thread t = new Thread(() -> {
-          while (running.get()) {
-            for (int i = 0; i < 4; i++) {
-              b.recordFirstAttempt();
-            }
-            recorded.addAndGet(4);
-            List<CompletableFuture<BudgetDecision>> calls = new ArrayList<>();
-            for (int i = 0; i < 3; i++) {
-              calls.add(b.acquire().toCompletableFuture());
-            }
-            for (CompletableFuture<BudgetDecision> c : calls) {
-              BudgetDecision d = c.join();
-              decisions.incrementAndGet();
-              if (d.reason() == BudgetDecision.Reason.GRANTED) {
-                granted.incrementAndGet();
-              } else if (d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK || d.reason() == BudgetDecision.Reason.DENIED_FALLBACK) {
-                fromFallback.incrementAndGet();
-              }
-            }
-          }
-        });
-        t.setDaemon(true);
-        t.start();
-        threads.add(t);
-      }
+      PermitStorm storm = new PermitStorm(budgets, 3);
       try {
-        Eventually.await("the storm runs", Duration.ofSeconds(10), () -> decisions.get() > 2_000);
+        Eventually.await("the storm runs", Duration.ofSeconds(10), () -> storm.decisions.get() > 2_000);
         newMaster.call("CLUSTER", "FAILOVER");
         Eventually.await("the replica took over", Duration.ofSeconds(10),
             () -> String.valueOf(newMaster.call("ROLE")).startsWith("[master"));
-        long after = decisions.get();
-        Eventually.await("the storm goes on on the new master", Duration.ofSeconds(10), () -> decisions.get() > after + 3_000);
+        long after = storm.decisions.get();
+        Eventually.await("the storm goes on on the new master", Duration.ofSeconds(10), () -> storm.decisions.get() > after + 3_000);
       } finally {
-        running.set(false);
-        for (Thread t : threads) {
-          t.join(10_000);
-        }
+        storm.close();
       }
-      int degraded = 0;
-      for (RedisRetryBudget b : budgets) {
-        degraded += b.timesDegraded() > 0 ? 1 : 0;
-        b.close();
-      }
+      int degraded = storm.degradedClientsThenClose();
       io.retrybudget.budget.redis.WindowRing ring = new io.retrybudget.budget.redis.WindowRing(heir, new BudgetKeys(name));
-      String report = decisions.get() + " decisions, " + granted.get() + " granted, " + fromFallback.get() + " from the fallback, "
-          + degraded + " clients degraded; Redis: " + ring.sum(io.retrybudget.budget.redis.WindowRing.Q) + " first attempts of "
-          + recorded.get() + ", " + ring.sum(io.retrybudget.budget.redis.WindowRing.G) + " grants";
+      String report = storm.report(ring.sum(io.retrybudget.budget.redis.WindowRing.Q),
+          ring.sum(io.retrybudget.budget.redis.WindowRing.G), degraded);
       System.out.println("manual failover storm: " + report);
       assertEquals(0, degraded, report);
-      assertEquals(0, fromFallback.get(), report);
-      assertEquals(recorded.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.Q), report);
-      assertEquals(granted.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.G), report);
+      assertEquals(0, storm.fromFallback.get(), report);
+      assertEquals(storm.recorded.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.Q), report);
+      assertEquals(storm.granted.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.G), report);
     }
   }
 }

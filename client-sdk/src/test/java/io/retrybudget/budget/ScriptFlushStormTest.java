@@ -12,10 +12,6 @@ import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -69,70 +65,29 @@ class ScriptFlushStormTest {
       for (int i = 0; i < STREAMS; i++) {
         budgets.add((RedisRetryBudget) client.budget(config));
       }
-      AtomicBoolean running = new AtomicBoolean(true);
-      AtomicLong recorded = new AtomicLong();
-      AtomicLong granted = new AtomicLong();
-      AtomicLong fromFallback = new AtomicLong();
-      AtomicLong decisions = new AtomicLong();
-      List<Thread> threads = new ArrayList<>();
-      for (RedisRetryBudget b : budgets) {
-        Thread t = new Thread(() -> {
-          while (running.get()) {
-            for (int i = 0; i < 4; i++) {
-              b.recordFirstAttempt();
-            }
-            recorded.addAndGet(4);
-            List<CompletableFuture<BudgetDecision>> calls = new ArrayList<>();
-            for (int i = 0; i < IN_FLIGHT; i++) {
-              calls.add(b.acquire().toCompletableFuture());
-            }
-            for (CompletableFuture<BudgetDecision> c : calls) {
-              BudgetDecision d = c.join();
-              decisions.incrementAndGet();
-              if (d.reason() == BudgetDecision.Reason.GRANTED) {
-                granted.incrementAndGet();
-              } else if (d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK
-                  || d.reason() == BudgetDecision.Reason.DENIED_FALLBACK) {
-                fromFallback.incrementAndGet();
-              }
-            }
-          }
-        });
-        t.setDaemon(true);
-        t.start();
-        threads.add(t);
-      }
+      PermitStorm storm = new PermitStorm(budgets, IN_FLIGHT);
       try {
-        Eventually.await("the storm runs", Duration.ofSeconds(10), () -> decisions.get() > 2_000);
+        Eventually.await("the storm runs", Duration.ofSeconds(10), () -> storm.decisions.get() > 2_000);
         long flushes = 0;
         for (int round = 0; round < 5; round++) {
-          long before = decisions.get();
+          long before = storm.decisions.get();
           redis.server().call("SCRIPT", "FLUSH");
           flushes++;
           Eventually.await("the storm goes on after flush " + flushes, Duration.ofSeconds(10),
-              () -> decisions.get() > before + 1_500);
+              () -> storm.decisions.get() > before + 1_500);
         }
       } finally {
-        running.set(false);
-        for (Thread t : threads) {
-          t.join(TimeUnit.SECONDS.toMillis(10));
-        }
+        storm.close();
       }
-      int degraded = 0;
-      for (RedisRetryBudget b : budgets) {
-        degraded += b.timesDegraded() > 0 ? 1 : 0;
-        b.close(); // the last counts go to Redis
-      }
+      int degraded = storm.degradedClientsThenClose();
       WindowRing ring = new WindowRing(redis.server(), new BudgetKeys(NAME));
-      String report = decisions.get() + " decisions, " + granted.get() + " granted, " + fromFallback.get()
-          + " from the fallback, " + degraded + " clients degraded; Redis: " + ring.sum(WindowRing.Q) + " first attempts of "
-          + recorded.get() + ", " + ring.sum(WindowRing.G) + " grants";
+      String report = storm.report(ring.sum(WindowRing.Q), ring.sum(WindowRing.G), degraded);
       System.out.println("SCRIPT FLUSH storm: " + report);
       assertEquals(0, degraded, report);
-      assertEquals(0, fromFallback.get(), report);
-      assertEquals(recorded.get(), ring.sum(WindowRing.Q), "no first attempt lost or counted twice: " + report);
-      assertEquals(granted.get(), ring.sum(WindowRing.G), "Redis counted exactly the grants received: " + report);
-      assertTrue(granted.get() > 0, report);
+      assertEquals(0, storm.fromFallback.get(), report);
+      assertEquals(storm.recorded.get(), ring.sum(WindowRing.Q), "no first attempt lost or counted twice: " + report);
+      assertEquals(storm.granted.get(), ring.sum(WindowRing.G), "Redis counted exactly the grants received: " + report);
+      assertTrue(storm.granted.get() > 0, report);
     }
   }
 }
