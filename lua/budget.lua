@@ -1,6 +1,11 @@
 -- budget.lua: count first attempts and local refusals, and decide on extra-attempt permits, in
 -- one atomic step. Documented in lua/README.md (KEYS, ARGV, reply).
 --
+-- Paced admission: a permit is granted from a balance (the budget's `pace` key) into which every
+-- first attempt deposits `ratio` permits and the floor `min_rps` permits a second, capped at half a
+-- second of those deposits at the window's rate. So retries follow the request *rate*: never a
+-- whole window's allowance spent in one burst followed by seconds of nothing.
+--
 -- Bounded work per call: one GET of the ring, one SETRANGE of the current bucket, a few small
 -- commands. No loops over individual requests, no sorted-set logs.
 
@@ -17,7 +22,55 @@ local RING = 11
 local CLIENT_TTL_WINDOWS = 6
 local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
 
-local cfg_key, win_key, cli_key, idx_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local DEFAULT_MAX_CALLS = 2000
+local cfg_key, win_key, cli_key, idx_key, pace_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if pace_key == nil then return redis.error_reply('ERR invalid keys: 5 expected') end
+
+-- pace: begin. The paced rule in integers (micro-permits: 10^6 per permit). status.lua holds the
+-- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
+local PPM = 1000000
+local MAX_RATE = 1000000000
+-- the rate the balance refills at, micro-permits a second: the window's first attempts times the
+-- ratio over the window's length, rounded down, plus the floor (split so that every product stays
+-- exact; first attempts above 10^9 a second count as 10^9)
+local function pace_rate(requests, window_s, ratio_ppm, min_rps)
+  if requests >= MAX_RATE * window_s then return MAX_RATE * ratio_ppm + min_rps * PPM end
+  local whole = math.floor(requests / window_s)
+  local rest = requests - whole * window_s
+  return whole * ratio_ppm + math.floor(rest * ratio_ppm / window_s) + min_rps * PPM
+end
+-- the balance's cap: half a second of that rate, at least one whole permit unless the rate is zero
+local function pace_cap(refill)
+  local cap = math.floor(refill / 2)
+  if refill > 0 and cap < PPM then cap = PPM end
+  return cap
+end
+-- a new balance (none stored): what the window's first attempts and floor deposited, under the cap
+-- (so a budget that has had steady traffic starts full, one that has had little does not)
+local function pace_start(requests, window_s, ratio_ppm, min_rps, cap)
+  if requests >= 9000000000 then return cap end
+  local balance = requests * ratio_ppm + min_rps * window_s * PPM
+  if balance > cap then balance = cap end
+  return balance
+end
+-- the balance carried from `at` to `now` (Redis ms): the floor's refill for the time between, then
+-- `add` first attempts' deposits, never above the cap (sums that leave the exact range of a double
+-- are far above any cap, and end at the cap)
+local function pace_refill(balance, at, now, add, ratio_ppm, min_rps, cap)
+  local elapsed = now - at
+  if elapsed < 0 then elapsed = 0 end
+  if elapsed >= 9000000 then balance = cap else balance = balance + elapsed * min_rps * 1000 end
+  if add >= 9000000000 then balance = cap else balance = balance + add * ratio_ppm end
+  if balance > cap then balance = cap end
+  return balance
+end
+-- ms until the balance holds a whole permit at the refill rate; 0: it does; -1: it never refills
+local function pace_next_ms(balance, refill)
+  if balance >= PPM then return 0 end
+  if refill == 0 then return -1 end
+  return math.floor(((PPM - balance) * 1000 + refill - 1) / refill)
+end
+-- pace: end
 
 local function int(i)
   local v = tonumber(ARGV[i])
@@ -53,15 +106,18 @@ if may_seed then
   if not in_range(tonumber(ARGV[8]), 1, 3600) then return redis.error_reply('ERR invalid seed window_s') end
   if not in_range(tonumber(ARGV[9]), 0, 1000000) then return redis.error_reply('ERR invalid seed min_rps') end
   if ARGV[10] ~= 'enforce' and ARGV[10] ~= 'shadow' then return redis.error_reply('ERR invalid seed mode') end
+  if ARGV[11] ~= nil and ARGV[11] ~= '' and not in_range(tonumber(ARGV[11]), 1, 1000000) then
+    return redis.error_reply('ERR invalid seed max_calls_per_s')
+  end
 end
 
 -- Every read first (each one checks the key's type), every write after: nothing is half-written.
-local names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src' }
+local names = { 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src', 'max_calls_per_s' }
 local cfg = redis.pcall('HMGET', cfg_key, unpack(names))
 if cfg.err then return broken(cfg_key, 'type', 'is not a hash') end
 local stored = cfg[1] or cfg[2] or cfg[3] or cfg[4]
 if not stored and not may_seed then
-  return { 'missing', 0, 0, 0, 0, 0, 0, 0, 0, 0, '' }
+  return { 'missing', 0, 0, 0, 0, 0, 0, 0, 0, 0, '', 0, -1, 0, 0 }
 end
 -- Configuration beside the counters is authoritative; a client only seeds what is missing, and
 -- marks what it seeded (src = seed) so that the coordinator's budgets file wins over it.
@@ -80,6 +136,13 @@ if seeded and not cfg[5] then
   seed_fields[#seed_fields + 1] = 'src'
   seed_fields[#seed_fields + 1] = 'seed'
 end
+-- max_calls_per_s came later: a configuration stored without it reads as the default; a seed stores
+-- it only with a new configuration (never into one someone else wrote)
+if not cfg[6] and not stored and may_seed and ARGV[11] ~= nil and ARGV[11] ~= '' then
+  cfg[6] = ARGV[11]
+  seed_fields[#seed_fields + 1] = 'max_calls_per_s'
+  seed_fields[#seed_fields + 1] = cfg[6]
+end
 local ratio_ppm = tonumber(cfg[1])
 local window_s = tonumber(cfg[2])
 local min_rps = tonumber(cfg[3])
@@ -89,6 +152,11 @@ if not in_range(window_s, 1, 3600) then return broken(cfg_key, 'window_s', 'must
 if not in_range(min_rps, 0, 1000000) then return broken(cfg_key, 'min_rps', 'must be an integer in [0, 1000000]') end
 if mode ~= 'enforce' and mode ~= 'shadow' then return broken(cfg_key, 'mode', 'must be enforce or shadow') end
 if cfg[5] and cfg[5] ~= 'seed' and cfg[5] ~= 'set' then return broken(cfg_key, 'src', 'must be seed or set') end
+local max_calls = DEFAULT_MAX_CALLS
+if cfg[6] then
+  max_calls = tonumber(cfg[6])
+  if not in_range(max_calls, 1, 1000000) then return broken(cfg_key, 'max_calls_per_s', 'must be an integer in [1, 1000000]') end
+end
 
 -- Redis's clock, so skewed client clocks do not matter.
 local t = redis.call('TIME')
@@ -146,6 +214,18 @@ if not fresh then
   end
 end
 
+-- The paced balance: 16 bytes, micro-permits and the Redis ms it was last brought up to date.
+local praw = redis.pcall('GET', pace_key)
+if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
+local balance, pace_at = nil, now_ms
+if praw then
+  if #praw ~= 16 then return broken(pace_key, 'length', 'must be 16 bytes') end
+  local b, a = struct.unpack('<i8i8', praw)
+  if b < 0 or b > 9007199254740992 then return broken(pace_key, 'balance', 'must be in [0, 2^53]') end
+  if a < 0 then return broken(pace_key, 'at', 'must not be negative') end
+  balance, pace_at = b, a
+end
+
 -- The index of budget names (a sorted set: name -> when its configuration expires, Redis ms), so
 -- a listing reads it instead of scanning every key. Read here (type check) before any write.
 local budget_name = string.match(cfg_key, '^rb:v2:{(.+)}:cfg$') or cfg_key
@@ -171,7 +251,12 @@ if client_id ~= '' then
   if seq <= last_seq then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
-    return { 'stale', 0, requests, retries, denied, allowance_now, active, ratio_ppm, window_s, min_rps, mode }
+    local refill_now = pace_rate(requests, window_s, ratio_ppm, min_rps)
+    local cap_now = pace_cap(refill_now)
+    local bal_now = pace_start(requests, window_s, ratio_ppm, min_rps, cap_now)
+    if balance then bal_now = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap_now) end
+    return { 'stale', 0, requests, retries, denied, allowance_now, active, ratio_ppm, window_s, min_rps, mode,
+        math.floor(bal_now / PPM), pace_next_ms(bal_now, refill_now), refill_now, max_calls }
   end
   if counted <= cur - BUCKETS then
     count_client = true
@@ -205,14 +290,23 @@ end
 -- so that ratio_ppm * requests never leaves the exact range of a double.
 local allowance = math.floor(requests / 1000000) * ratio_ppm
     + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
-local available = allowance - retries
-if available < 0 then available = 0 end
+-- The decision is the paced balance's: the window's counts give its cap (the recent rate) and are
+-- what status shows. A budget without a balance yet starts with what its window deposited.
+local refill = pace_rate(requests, window_s, ratio_ppm, min_rps)
+local cap = pace_cap(refill)
+if balance == nil then
+  balance = pace_start(requests, window_s, ratio_ppm, min_rps, cap) -- this call's first attempts included
+else
+  balance = pace_refill(balance, pace_at, now_ms, add_requests, ratio_ppm, min_rps, cap)
+end
+local available = math.floor(balance / PPM)
 
 local status, granted = 'counted', 0
 if need > 0 then
   if available >= need then
     status = 'granted'
     granted = math.min(want, available)
+    balance = balance - granted * PPM
   elseif mode == 'shadow' then
     -- shadow: count what enforce would have refused, refuse nothing
     status = 'shadow'
@@ -230,6 +324,7 @@ cg = cg + granted
 if granted > 0 then cl = now_ms end
 
 if seeded then redis.call('HSET', cfg_key, unpack(seed_fields)) end
+redis.call('SET', pace_key, struct.pack('<i8i8', balance, now_ms), 'PX', window_ms * 2)
 local bucket = struct.pack('<i8i8i8i8i8i8', cur, cq, cg, cd, ca, cl)
 if fresh then
   -- new or re-windowed: every other slot starts empty (bucket number 0 is never in the window)
@@ -249,4 +344,5 @@ if not live or seeded or not listed then
   redis.call('PEXPIRE', idx_key, CONFIG_TTL_MS)
 end
 
-return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode }
+return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode,
+    math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }

@@ -4,7 +4,55 @@
 -- (first attempts, denials) and its grants in full until one window after its last grant
 local BUCKETS = 10
 local RING = 11
-local cfg_key, win_key = KEYS[1], KEYS[2]
+local DEFAULT_MAX_CALLS = 2000
+-- KEYS[3], the paced balance, is optional (callers of an older SDK pass two keys)
+local cfg_key, win_key, pace_key = KEYS[1], KEYS[2], KEYS[3]
+
+-- pace: begin. The paced rule in integers (micro-permits: 10^6 per permit). status.lua holds the
+-- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
+local PPM = 1000000
+local MAX_RATE = 1000000000
+-- the rate the balance refills at, micro-permits a second: the window's first attempts times the
+-- ratio over the window's length, rounded down, plus the floor (split so that every product stays
+-- exact; first attempts above 10^9 a second count as 10^9)
+local function pace_rate(requests, window_s, ratio_ppm, min_rps)
+  if requests >= MAX_RATE * window_s then return MAX_RATE * ratio_ppm + min_rps * PPM end
+  local whole = math.floor(requests / window_s)
+  local rest = requests - whole * window_s
+  return whole * ratio_ppm + math.floor(rest * ratio_ppm / window_s) + min_rps * PPM
+end
+-- the balance's cap: half a second of that rate, at least one whole permit unless the rate is zero
+local function pace_cap(refill)
+  local cap = math.floor(refill / 2)
+  if refill > 0 and cap < PPM then cap = PPM end
+  return cap
+end
+-- a new balance (none stored): what the window's first attempts and floor deposited, under the cap
+-- (so a budget that has had steady traffic starts full, one that has had little does not)
+local function pace_start(requests, window_s, ratio_ppm, min_rps, cap)
+  if requests >= 9000000000 then return cap end
+  local balance = requests * ratio_ppm + min_rps * window_s * PPM
+  if balance > cap then balance = cap end
+  return balance
+end
+-- the balance carried from `at` to `now` (Redis ms): the floor's refill for the time between, then
+-- `add` first attempts' deposits, never above the cap (sums that leave the exact range of a double
+-- are far above any cap, and end at the cap)
+local function pace_refill(balance, at, now, add, ratio_ppm, min_rps, cap)
+  local elapsed = now - at
+  if elapsed < 0 then elapsed = 0 end
+  if elapsed >= 9000000 then balance = cap else balance = balance + elapsed * min_rps * 1000 end
+  if add >= 9000000000 then balance = cap else balance = balance + add * ratio_ppm end
+  if balance > cap then balance = cap end
+  return balance
+end
+-- ms until the balance holds a whole permit at the refill rate; 0: it does; -1: it never refills
+local function pace_next_ms(balance, refill)
+  if balance >= PPM then return 0 end
+  if refill == 0 then return -1 end
+  return math.floor(((PPM - balance) * 1000 + refill - 1) / refill)
+end
+-- pace: end
 
 local function in_range(v, lo, hi)
   return v ~= nil and v == v and v >= lo and v <= hi and v == math.floor(v)
@@ -13,7 +61,7 @@ local function broken(key, field, why)
   return redis.error_reply('ERR broken key=' .. key .. ' field=' .. field .. ' ' .. why)
 end
 
-local cfg = redis.pcall('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src')
+local cfg = redis.pcall('HMGET', cfg_key, 'ratio_ppm', 'window_s', 'min_rps', 'mode', 'src', 'max_calls_per_s')
 if cfg.err then return broken(cfg_key, 'type', 'is not a hash') end
 local ratio_ppm = tonumber(cfg[1] or ARGV[1])
 local window_s = tonumber(cfg[2] or ARGV[2])
@@ -23,6 +71,8 @@ if not in_range(ratio_ppm, 1, 1000000) then return broken(cfg_key, 'ratio_ppm', 
 if not in_range(window_s, 1, 3600) then return broken(cfg_key, 'window_s', 'must be an integer in [1, 3600]') end
 if not in_range(min_rps, 0, 1000000) then return broken(cfg_key, 'min_rps', 'must be an integer in [0, 1000000]') end
 if mode ~= 'enforce' and mode ~= 'shadow' then return broken(cfg_key, 'mode', 'must be enforce or shadow') end
+local max_calls = tonumber(cfg[6] or ARGV[5] or DEFAULT_MAX_CALLS)
+if not in_range(max_calls, 1, 1000000) then return broken(cfg_key, 'max_calls_per_s', 'must be an integer in [1, 1000000]') end
 -- who wrote the configuration: 'set' (configure.lua), 'seed' (a client's seed), '' (none stored)
 local src = cfg[5] or ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 'seed' or '')
 
@@ -39,6 +89,19 @@ local raw = redis.pcall('GET', win_key)
 if type(raw) == 'table' and raw.err then return broken(win_key, 'type', 'is not a string') end
 local w
 if raw and #raw == 8 + RING * 48 then w = { struct.unpack('<' .. string.rep('i8', 1 + RING * FIELDS), raw) } end
+-- the paced balance as budget.lua keeps it: micro-permits and the Redis ms of its last update
+local balance, pace_at = nil, now_ms
+if pace_key then
+  local praw = redis.pcall('GET', pace_key)
+  if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
+  if praw then
+    if #praw ~= 16 then return broken(pace_key, 'length', 'must be 16 bytes') end
+    local b, a = struct.unpack('<i8i8', praw)
+    if b < 0 or b > 9007199254740992 then return broken(pace_key, 'balance', 'must be in [0, 2^53]') end
+    if a < 0 then return broken(pace_key, 'at', 'must not be negative') end
+    balance, pace_at = b, a
+  end
+end
 local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
 
 local requests, retries, denied, active = 0, 0, 0, 0
@@ -70,4 +133,15 @@ local allowance = math.floor(requests / 1000000) * ratio_ppm
 local retry_ratio = '0'
 if requests > 0 then retry_ratio = string.format('%.6f', retries / requests) end
 
-return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src }
+-- permits grantable now: the balance brought up to now (the floor's refill; no deposits), as the
+-- next budget.lua call would see it before its own counts
+local refill = pace_rate(requests, window_s, ratio_ppm, min_rps)
+local cap = pace_cap(refill)
+if balance == nil then
+  balance = pace_start(requests, window_s, ratio_ppm, min_rps, cap)
+else
+  balance = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap)
+end
+
+return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src,
+    math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }

@@ -4,8 +4,12 @@ import io.retrybudget.budget.internal.BudgetArithmetic;
 import java.util.Objects;
 
 /**
- * A budget's rule: extra attempts are granted while {@code retries + 1 <= floor(ratio * requests)
- * + minRetriesPerSecond * windowSeconds} over a sliding window. Immutable; build with {@link
+ * A budget's rule: extra attempts are granted from a paced balance into which every first attempt
+ * deposits {@code ratio} permits and the floor {@code minRetriesPerSecond} permits a second, capped at
+ * one second of those deposits at the window's rate (lua/README.md; {@code
+ * internal.PaceArithmetic}). The window ({@code windowSeconds}, ten buckets) gives the rate and the
+ * counts; {@link #allowance} is the window's total, {@code floor(ratio * requests) +
+ * minRetriesPerSecond * windowSeconds}. Immutable; build with {@link
  * #builder(String)}. For a Redis budget these values only seed Redis when it has no configuration
  * yet: what is stored in Redis is authoritative for the whole fleet.
  */
@@ -15,12 +19,16 @@ public final class BudgetConfig {
   public static final int DEFAULT_MIN_RETRIES_PER_SECOND = 10;
   public static final int MAX_WINDOW_SECONDS = 3600;
   public static final int MAX_MIN_RETRIES_PER_SECOND = 1_000_000;
+  /** Script calls a second that one budget's clients aim to stay under together, healthy. */
+  public static final int DEFAULT_MAX_CALLS_PER_SECOND = 2_000;
+  public static final int MAX_MAX_CALLS_PER_SECOND = 1_000_000;
 
   private final String name;
   private final long ratioPpm;
   private final int windowSeconds;
   private final int minRetriesPerSecond;
   private final BudgetMode mode;
+  private final int maxCallsPerSecond;
 
   private BudgetConfig(Builder b) {
     this.name = b.name;
@@ -28,6 +36,7 @@ public final class BudgetConfig {
     this.windowSeconds = b.windowSeconds;
     this.minRetriesPerSecond = b.minRetriesPerSecond;
     this.mode = b.mode;
+    this.maxCallsPerSecond = b.maxCallsPerSecond;
   }
 
   public static Builder builder(String name) {
@@ -40,7 +49,8 @@ public final class BudgetConfig {
         .ratioPpm(ratioPpm)
         .windowSeconds(windowSeconds)
         .minRetriesPerSecond(minRetriesPerSecond)
-        .mode(mode);
+        .mode(mode)
+        .maxCallsPerSecond(maxCallsPerSecond);
   }
 
   public String name() {
@@ -68,6 +78,15 @@ public final class BudgetConfig {
     return mode;
   }
 
+  /**
+   * The ceiling on script calls a second for this budget's whole fleet (healthy; a storm may add
+   * half of it for permit requests): clients stretch their flushes and pace their permit requests by
+   * the number of clients Redis counts. Stored in Redis with the rest of the configuration.
+   */
+  public int maxCallsPerSecond() {
+    return maxCallsPerSecond;
+  }
+
   /** Retries this budget allows over a window that saw {@code requests} first attempts. */
   public long allowance(long requests) {
     return BudgetArithmetic.allowance(ratioPpm, requests, minRetriesPerSecond, windowSeconds);
@@ -80,18 +99,20 @@ public final class BudgetConfig {
         && c.ratioPpm == ratioPpm
         && c.windowSeconds == windowSeconds
         && c.minRetriesPerSecond == minRetriesPerSecond
-        && c.mode == mode;
+        && c.mode == mode
+        && c.maxCallsPerSecond == maxCallsPerSecond;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(name, ratioPpm, windowSeconds, minRetriesPerSecond, mode);
+    return Objects.hash(name, ratioPpm, windowSeconds, minRetriesPerSecond, mode, maxCallsPerSecond);
   }
 
   @Override
   public String toString() {
     return "BudgetConfig{name=" + name + ", ratio=" + ratio() + ", windowSeconds=" + windowSeconds
-        + ", minRetriesPerSecond=" + minRetriesPerSecond + ", mode=" + mode.wireName() + "}";
+        + ", minRetriesPerSecond=" + minRetriesPerSecond + ", mode=" + mode.wireName()
+        + ", maxCallsPerSecond=" + maxCallsPerSecond + "}";
   }
 
   /** Validates every value as it is set, naming the field that is wrong. */
@@ -101,6 +122,7 @@ public final class BudgetConfig {
     private int windowSeconds = DEFAULT_WINDOW_SECONDS;
     private int minRetriesPerSecond = DEFAULT_MIN_RETRIES_PER_SECOND;
     private BudgetMode mode = BudgetMode.ENFORCE;
+    private int maxCallsPerSecond = DEFAULT_MAX_CALLS_PER_SECOND;
 
     private Builder(String name) {
       this.name = BudgetNames.requireValid(name);
@@ -149,6 +171,16 @@ public final class BudgetConfig {
 
     public Builder mode(BudgetMode mode) {
       this.mode = Objects.requireNonNull(mode, "mode must not be null");
+      return this;
+    }
+
+    /** Script calls a second the budget's fleet aims to stay under, in [1, 1000000] (default 2000). */
+    public Builder maxCallsPerSecond(int perSecond) {
+      if (perSecond < 1 || perSecond > MAX_MAX_CALLS_PER_SECOND) {
+        throw new IllegalArgumentException("max_calls_per_second must be in [1, " + MAX_MAX_CALLS_PER_SECOND
+            + "], was " + perSecond);
+      }
+      this.maxCallsPerSecond = perSecond;
       return this;
     }
 

@@ -1,6 +1,7 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.internal.BudgetArithmetic;
+import io.retrybudget.budget.internal.PaceArithmetic;
+import io.retrybudget.budget.internal.PacedBalance;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -16,6 +17,8 @@ public final class LocalRetryBudget implements RetryBudget {
   private final BudgetConfig config;
   private final LongSupplier millisClock;
   private final SlidingWindowCounts window;
+  private final PacedBalance balance = new PacedBalance();
+  private long undeposited; // first attempts not yet deposited into the balance
 
   public LocalRetryBudget(BudgetConfig config) {
     this(config, System::currentTimeMillis);
@@ -41,13 +44,22 @@ public final class LocalRetryBudget implements RetryBudget {
   @Override
   public synchronized void recordFirstAttempt() {
     window.add(millisClock.getAsLong(), 1, 0, 0);
+    undeposited++;
   }
 
+  /**
+   * The paced rule of lua/budget.lua over this process's counts: first attempts deposit {@code
+   * ratio} permits each (here when the next permit is asked for, as a Redis budget's flush does), the
+   * floor refills {@code minRetriesPerSecond} a second, the balance is capped at one second of both.
+   */
   @Override
   public synchronized BudgetDecision acquireBlocking() {
     long now = millisClock.getAsLong();
-    long allowance = config.allowance(window.requests(now));
-    if (BudgetArithmetic.admits(allowance, window.retries(now), 1)) {
+    long available = balance.update(now, undeposited, window.requests(now), config.windowSeconds(), config.ratioPpm(),
+        config.minRetriesPerSecond() * PaceArithmetic.PPM);
+    undeposited = 0;
+    if (available >= 1) {
+      balance.take(1);
       window.add(now, 0, 1, 0);
       return BudgetDecision.GRANTED;
     }
@@ -62,6 +74,15 @@ public final class LocalRetryBudget implements RetryBudget {
   @Override
   public CompletionStage<BudgetDecision> acquire() {
     return CompletableFuture.completedFuture(acquireBlocking());
+  }
+
+  /** Permits that could be granted now. */
+  public synchronized long available() {
+    long now = millisClock.getAsLong();
+    long available = balance.update(now, undeposited, window.requests(now), config.windowSeconds(), config.ratioPpm(),
+        config.minRetriesPerSecond() * PaceArithmetic.PPM);
+    undeposited = 0;
+    return available;
   }
 
   /** First attempts, retries and refusals in the current window. */

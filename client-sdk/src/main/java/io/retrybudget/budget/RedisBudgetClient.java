@@ -42,6 +42,8 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final RedisConnectionOptions connectionOptions;
   private final Duration callTimeout;
   private final Duration flushInterval;
+  private final Duration maxFlushInterval;
+  private final java.util.function.DoubleSupplier random;
   private final Duration exhaustedCacheTime;
   private final FallbackPolicy fallbackPolicy;
   private final boolean fallbackSharesFloor;
@@ -63,6 +65,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.connectionOptions = b.connectionOptions;
     this.callTimeout = b.callTimeout;
     this.flushInterval = b.flushInterval;
+    this.maxFlushInterval = b.maxFlushInterval;
+    this.random = b.random;
     this.exhaustedCacheTime = b.exhaustedCacheTime;
     this.fallbackPolicy = b.fallbackPolicy;
     this.fallbackSharesFloor = b.fallbackSharesFloor;
@@ -144,6 +148,14 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   Duration flushInterval() {
     return flushInterval;
+  }
+
+  Duration maxFlushInterval() {
+    return maxFlushInterval;
+  }
+
+  java.util.function.DoubleSupplier random() {
+    return random;
   }
 
   Duration exhaustedCacheTime() {
@@ -239,6 +251,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     private final RedisConnectionOptions connectionOptions;
     private Duration callTimeout = Duration.ofMillis(20);
     private Duration flushInterval = Duration.ofMillis(500);
+    private Duration maxFlushInterval = Duration.ofSeconds(10);
+    private java.util.function.DoubleSupplier random = () -> java.util.concurrent.ThreadLocalRandom.current().nextDouble();
     private Duration exhaustedCacheTime = Duration.ofMillis(100);
     private FallbackPolicy fallbackPolicy = FallbackPolicy.LOCAL;
     private boolean fallbackSharesFloor = true;
@@ -266,7 +280,31 @@ public final class RedisBudgetClient implements AutoCloseable {
       return this;
     }
 
-    /** How long an "exhausted" answer is reused locally before Redis is asked again (default 100 ms). */
+    /**
+     * The longest the flush interval is stretched to (default 10 s, in [1 s, 60 s]). A budget's
+     * clients stretch their flushes to {@code N / max_calls_per_s} seconds (N clients in the fleet)
+     * so the fleet's calls stay under the budget's ceiling; this bounds how long a configuration
+     * change takes to reach an idle-permit client (1.25 times the interval plus one flushInterval).
+     */
+    public Builder maxFlushInterval(Duration interval) {
+      if (interval == null || interval.compareTo(Duration.ofSeconds(1)) < 0 || interval.compareTo(Duration.ofSeconds(60)) > 0) {
+        throw new IllegalArgumentException("maxFlushInterval must be in [1s, 60s], was " + interval);
+      }
+      this.maxFlushInterval = interval;
+      return this;
+    }
+
+    /** The random source of flush phases and permit-call sampling, in [0, 1), for tests. */
+    Builder random(java.util.function.DoubleSupplier source) {
+      this.random = Objects.requireNonNull(source, "random must not be null");
+      return this;
+    }
+
+    /**
+     * The shortest time an "exhausted" answer is reused locally before Redis is asked again (default
+     * 100 ms); it is reused until the budget can refill a permit (Redis says when), at most 1 s or
+     * this time if longer.
+     */
     public Builder exhaustedCacheTime(Duration time) {
       if (time == null || time.isNegative() || time.compareTo(Duration.ofSeconds(10)) > 0) {
         throw new IllegalArgumentException("exhaustedCacheTime must be in [0, 10s], was " + time);

@@ -32,12 +32,25 @@ import java.util.function.LongSupplier;
  *       undercounts: the safe side).
  *   <li>When Redis fails, decisions come from the fallback at once and the timer probes Redis until
  *       it answers again.
+ *   <li>The budget's script calls stay under its {@code max_calls_per_s} (C) for the whole fleet,
+ *       whatever its size N (the active clients Redis counts): flushes come every {@code N / C}
+ *       seconds (within [flushInterval, maxFlushInterval], with a random phase), permit requests go to
+ *       Redis with a probability that keeps the fleet's permit calls under {@code C / 2} a second,
+ *       each asks for a lease of the permits one such call has to carry ({@code 2 G / C}, G the
+ *       budget's refill rate) and a refusal is reused for as long as the budget needs to refill a
+ *       permit. Rules and bounds in client-sdk/README.md.
  * </ul>
  */
 final class RedisRetryBudget implements RetryBudget {
   private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
   static final int DEGRADED_AFTER_FAILURES = 2;
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
+  /** At most this many permits in one lease. */
+  static final long MAX_LEASE = 64;
+  /** A refusal from Redis is reused at most this long (or the exhausted cache time, if longer). */
+  static final long MAX_DENIAL_CACHE_MILLIS = 1_000;
+  /** Leased permits not used within this long are dropped (at most one bucket of the window). */
+  static final long MIN_LEASE_MILLIS = 100;
   private final RedisBudgetClient client;
   private final BudgetConfig seed;
   private final ClientSequence sequence;
@@ -46,10 +59,20 @@ final class RedisRetryBudget implements RetryBudget {
   private final long callTimeoutMillis;
   private final long flushTimeoutMillis;
   private final long exhaustedCacheMillis;
+  private final long baseIntervalMillis;
+  private final long maxIntervalMillis;
+  private final java.util.function.DoubleSupplier random;
+  // when the timer's next flush is due (clock ms): set by every call to Redis
+  private volatile long nextFlushAt = Long.MIN_VALUE;
+  private volatile boolean stretched; // the last interval was stretched by the fleet's size
   private final LongAdder pendingRequests = new LongAdder();
   private final LongAdder pendingDenied = new LongAdder();
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
   private final SlidingWindowCounts ownCounts;
+  // the LOCAL fallback's paced balance over this client's own first attempts (guarded by ownCounts)
+  private final io.retrybudget.budget.internal.PacedBalance ownBalance = new io.retrybudget.budget.internal.PacedBalance();
+  private long ownRequestsEver; // first attempts ever put in ownCounts (guarded by ownCounts)
+  private long ownDeposited; // of those and the pending ones, how many went into ownBalance (guarded by ownCounts)
   private final ScheduledFuture<?> flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
@@ -73,7 +96,8 @@ final class RedisRetryBudget implements RetryBudget {
    * What Redis last said about the budget. {@code activeClients} is 0 until Redis has said how many
    * clients share the budget: no floor share before that.
    */
-  record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, BudgetMode mode, long activeClients) {
+  record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, BudgetMode mode, long activeClients,
+      int maxCallsPerSecond, long refillPpm) {
     boolean sameConfig(BudgetConfig c) {
       return c != null && c.ratioPpm() == ratioPpm && c.windowSeconds() == windowSeconds
           && c.minRetriesPerSecond() == minRetriesPerSecond && c.mode() == mode;
@@ -82,7 +106,7 @@ final class RedisRetryBudget implements RetryBudget {
     static Learned of(BudgetReply reply) {
       return new Learned(reply.ratioPpm(), reply.windowSeconds(), reply.minRetriesPerSecond(),
           BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE,
-          Math.max(1, reply.activeClients()));
+          Math.max(1, reply.activeClients()), Math.max(1, reply.maxCallsPerSecond()), Math.max(0, reply.refillPpm()));
     }
   }
 
@@ -94,7 +118,11 @@ final class RedisRetryBudget implements RetryBudget {
     this.callTimeoutMillis = client.callTimeout().toMillis();
     this.flushTimeoutMillis = Math.max(callTimeoutMillis, client.flushInterval().toMillis() / 2);
     this.exhaustedCacheMillis = client.exhaustedCacheTime().toMillis();
-    this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0);
+    this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0,
+        seed.maxCallsPerSecond(), 0);
+    this.baseIntervalMillis = client.flushInterval().toMillis();
+    this.maxIntervalMillis = client.maxFlushInterval().toMillis();
+    this.random = client.random();
     this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
     long interval = client.flushInterval().toMillis();
     this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval, interval, TimeUnit.MILLISECONDS);
@@ -135,13 +163,21 @@ final class RedisRetryBudget implements RetryBudget {
       return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
     if (takeLatePermit(now)) {
+      recordOwn(now, 0, 1, 0);
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
     BudgetScripts scripts = client.scripts();
     if (closed || degraded || scripts == null) {
       return CompletableFuture.completedFuture(fallback(now));
     }
-    CompletableFuture<BudgetReply> call = call(scripts, now, 1);
+    Learned l = learned;
+    if (!mayAsk(now, l)) {
+      // not this client's turn to ask: the fleet's permit calls stay under half the call ceiling
+      pendingDenied.increment();
+      return CompletableFuture.completedFuture(
+          l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
+    }
+    CompletableFuture<BudgetReply> call = call(scripts, now, 1, leaseSize(l));
     return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
         onFailure(error);
@@ -156,16 +192,118 @@ final class RedisRetryBudget implements RetryBudget {
     });
   }
 
-  /** A reply that came after the caller was answered: keep its permit, or its "exhausted". */
+  /** A reply that came after the caller was answered: keep its permits, or its "exhausted". */
   private void keepLatePermit(BudgetReply late) {
     if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
-      latePermitsUntil = clock.getAsLong() + bucketMillis();
-      latePermits.incrementAndGet();
+      holdPermits(Math.max(1, late.granted()), clock.getAsLong(), Math.max(bucketMillis(), leaseMillis(learned)));
     } else if (BudgetReply.DENIED.equals(late.status())) {
       long now = clock.getAsLong();
       lastExhaustedAt = now;
-      exhaustedUntil = now + exhaustedCacheMillis;
+      exhaustedUntil = now + denialCacheMillis(late);
     }
+  }
+
+  /** Keeps permits Redis granted (a lease, or a late grant) for this client's next asks, until {@code now + life}. */
+  private void holdPermits(long permits, long now, long life) {
+    if (permits <= 0) {
+      return;
+    }
+    latePermitsUntil = Math.max(latePermitsUntil, now + life);
+    latePermits.addAndGet((int) Math.min(permits, MAX_LEASE));
+  }
+
+  /**
+   * Whether this ask may go to Redis: with probability {@code (C / 2) / (N * f)}, f this client's
+   * asks (or first attempts, whichever is more) a second, so that the fleet's permit calls stay
+   * under half its call ceiling C whatever its size N. Always for a fleet that stays under anyway.
+   */
+  private boolean mayAsk(long now, Learned l) {
+    long clients = l.activeClients();
+    if (clients <= 1) {
+      return true;
+    }
+    double perSecond;
+    synchronized (ownCounts) {
+      long firstAttempts = ownCounts.requests(now) + pendingRequests.sum();
+      long asks = ownCounts.retries(now) + ownCounts.denied(now) + pendingDenied.sum();
+      perSecond = Math.max(firstAttempts, asks) * 1000.0 / ownCounts.windowMillis();
+    }
+    double share = l.maxCallsPerSecond() / 2.0;
+    double fleet = clients * perSecond;
+    return fleet <= share || random.getAsDouble() * fleet < share;
+  }
+
+  /**
+   * Permits one permit call asks for: what each of the fleet's permit calls (at most C / 2 a
+   * second) has to carry for the fleet to get its refill rate G: {@code ceil(2 G / C)}, 1 to 64.
+   */
+  static long leaseSize(Learned l) {
+    if (l.activeClients() <= 1) {
+      return 1;
+    }
+    long perCall = (2 * l.refillPpm() + (long) l.maxCallsPerSecond() * PPM - 1) / ((long) l.maxCallsPerSecond() * PPM);
+    return Math.max(1, Math.min(MAX_LEASE, perCall));
+  }
+
+  private static final long PPM = io.retrybudget.budget.internal.PaceArithmetic.PPM;
+
+  /** How long leased permits are kept: this client's spacing of permit calls (2 N / C s), within [100 ms, one bucket]. */
+  private long leaseMillis(Learned l) {
+    long spacing = 2 * l.activeClients() * 1000L / l.maxCallsPerSecond();
+    return Math.max(MIN_LEASE_MILLIS, Math.min(bucketMillis(), spacing));
+  }
+
+  /** How long a refusal is reused: until the budget refills a permit, within [exhaustedCacheTime, 1 s]. */
+  private long denialCacheMillis(BudgetReply reply) {
+    long max = Math.max(exhaustedCacheMillis, MAX_DENIAL_CACHE_MILLIS);
+    long next = reply.nextGrantMillis() < 0 ? max : reply.nextGrantMillis();
+    return Math.max(exhaustedCacheMillis, Math.min(max, next));
+  }
+
+  /**
+   * The flush interval the fleet's size asks for: {@code ceil(N * 1000 / (0.9 C))} ms, so that N
+   * clients' flushes add up to 90 % of the ceiling C a second (the rest is room for their random
+   * phases), within [flushInterval, maxFlushInterval].
+   */
+  static long flushIntervalMillis(long base, long max, long clients, int maxCallsPerSecond) {
+    long fleet = clients <= 0 ? 0 : (clients * 10_000L + 9L * maxCallsPerSecond - 1) / (9L * maxCallsPerSecond);
+    return Math.max(base, Math.min(max, fleet));
+  }
+
+  private long interval(Learned l) {
+    return flushIntervalMillis(baseIntervalMillis, maxIntervalMillis, l.activeClients(), l.maxCallsPerSecond());
+  }
+
+  /**
+   * After a call at {@code now}: when the timer's next flush is due. The timer ticks every flushInterval,
+   * which adds half a tick on average, so the aim is the interval less half a tick; the first
+   * stretched interval takes a random phase in it (clients that started together spread out), the
+   * later ones 0.75 to 1.25 of it.
+   */
+  private void scheduleNextFlush(long now, Learned l) {
+    long interval = interval(l);
+    long aim = Math.max(0, interval - baseIntervalMillis / 2);
+    long wait;
+    if (interval <= baseIntervalMillis) {
+      wait = aim; // every tick, as an unstretched client always did
+      stretched = false;
+    } else if (!stretched) {
+      wait = (long) (aim * random.getAsDouble());
+      stretched = true;
+    } else {
+      wait = (long) (aim * (0.75 + 0.5 * random.getAsDouble()));
+    }
+    nextFlushAt = now + wait;
+  }
+
+  /** When the timer's next flush is due (for tests). */
+  long nextFlushAt() {
+    return nextFlushAt;
+  }
+
+  /** What Redis last said about the budget (for tests). */
+  Learned learned() {
+    return learned;
   }
 
   private boolean takeLatePermit(long now) {
@@ -193,6 +331,8 @@ final class RedisRetryBudget implements RetryBudget {
     switch (reply.status()) {
       case BudgetReply.GRANTED:
         recordOwn(0, 1, 0);
+        // a lease: the permits beyond this one serve this client's next asks
+        holdPermits(reply.granted() - 1, clock.getAsLong(), leaseMillis(learned));
         return BudgetDecision.GRANTED;
       case BudgetReply.SHADOW:
         recordOwn(0, 1, 1);
@@ -201,15 +341,15 @@ final class RedisRetryBudget implements RetryBudget {
         recordOwn(0, 0, 1);
         long now = clock.getAsLong();
         lastExhaustedAt = now;
-        exhaustedUntil = now + exhaustedCacheMillis;
+        exhaustedUntil = now + denialCacheMillis(reply);
         return BudgetDecision.DENIED_EXHAUSTED;
       default:
         throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
     }
   }
 
-  /** Sends what is counted locally and asks for {@code need} permits (0: count only). */
-  private CompletableFuture<BudgetReply> call(BudgetScripts scripts, long now, int need) {
+  /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
+  private CompletableFuture<BudgetReply> call(BudgetScripts scripts, long now, int need, long want) {
     long requests = pendingRequests.sumThenReset();
     long denied = pendingDenied.sumThenReset();
     recordOwn(now, requests, 0, denied);
@@ -218,11 +358,18 @@ final class RedisRetryBudget implements RetryBudget {
     if (k == null) {
       keys = k = scripts.keys(seed.name()); // once: standalone and Cluster differ in the index key
     }
-    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, need, seed), k, sequence).thenApply(reply -> {
+    // every call carries the counts, so the timer's next flush is one interval after it
+    scheduleNextFlush(now, learned);
+    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
+        Learned before = learned;
         learned = told;
         learnConfig(told);
+        if (interval(told) < interval(before)) {
+          // a higher ceiling or a smaller fleet: the shorter interval from this call on, not after the longer one
+          scheduleNextFlush(now, told);
+        }
       } else {
         // Redis applied none of it: the counts go with the next call
         pendingRequests.add(requests);
@@ -269,23 +416,30 @@ final class RedisRetryBudget implements RetryBudget {
     }
   }
 
+  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
+
   /** Timer task: sends pending counts; while degraded it is also the probe that ends degradation. */
-  void flush(boolean evenIfIdle) {
+  CompletableFuture<Void> flush(boolean evenIfIdle) {
     BudgetScripts scripts = client.scripts();
     if (scripts == null) {
       // never connected: keep the local window current so the fallback sees a window, not a backlog
       recordOwn(clock.getAsLong(), pendingRequests.sumThenReset(), 0, pendingDenied.sumThenReset());
-      return;
+      return DONE;
+    }
+    long now = clock.getAsLong();
+    if (!evenIfIdle && now < nextFlushAt) {
+      return DONE; // not due: the fleet's flushes add up to its call ceiling (probes while degraded too)
     }
     if (!flushInFlight.compareAndSet(false, true)) {
-      return;
+      return DONE;
     }
     try {
       if (!evenIfIdle && !degraded && pendingRequests.sum() == 0 && pendingDenied.sum() == 0) {
         flushInFlight.set(false);
-        return; // an idle healthy client costs Redis nothing
+        return DONE; // an idle healthy client costs Redis nothing
       }
-      call(scripts, clock.getAsLong(), 0)
+      CompletableFuture<Void> done = new CompletableFuture<>();
+      call(scripts, now, 0, 0)
           .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((reply, error) -> {
             if (error != null) {
@@ -294,12 +448,16 @@ final class RedisRetryBudget implements RetryBudget {
               healthy();
             }
             flushInFlight.set(false);
+            done.complete(null);
           });
+      return done;
     } catch (RuntimeException e) {
       onFailure(e);
       flushInFlight.set(false);
+      return DONE;
     }
   }
+
 
   /**
    * One failed or timed-out call answers from the fallback; a second in a row marks the budget
@@ -373,9 +531,9 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   /**
-   * The LOCAL fallback: the budget's ratio over this client's own first attempts, plus its share of
-   * the fleet floor (floor over the clients Redis last counted; none before it has said), over this
-   * client's own window; nothing within one window after Redis said "exhausted".
+   * The LOCAL fallback: the budget's paced rule (lua/budget.lua) over this client's own first
+   * attempts, with its share of the fleet floor (floor over the clients Redis last counted; none
+   * before it has said) as the floor; nothing within one window after Redis said "exhausted".
    */
   private boolean tryLocalGrant(long now) {
     if (now - lastExhaustedAt < ownCounts.windowMillis()) {
@@ -387,11 +545,17 @@ final class RedisRetryBudget implements RetryBudget {
     synchronized (ownCounts) {
       long requests = ownCounts.requests(now) + pendingRequests.sum();
       long clients = config.activeClients();
-      long floor = client.fallbackSharesFloor() && clients > 0
-          ? (long) config.minRetriesPerSecond() * (ownCounts.windowMillis() / 1000) / clients
+      long floorPpm = client.fallbackSharesFloor() && clients > 0
+          ? config.minRetriesPerSecond() * io.retrybudget.budget.internal.PaceArithmetic.PPM / clients
           : 0;
-      long allowance = BudgetArithmetic.allowance(config.ratioPpm(), requests, 0, 0) + floor;
-      if (BudgetArithmetic.admits(allowance, ownCounts.retries(now), 1)) {
+      // every first attempt seen (sent or pending) deposits once; a count moving from pending into
+      // ownCounts in between is seen as neither for a moment, never as both
+      long seen = ownRequestsEver + pendingRequests.sum();
+      long add = Math.max(0, seen - ownDeposited);
+      ownDeposited = Math.max(ownDeposited, seen);
+      long available = ownBalance.update(now, add, requests, ownCounts.windowMillis() / 1000, config.ratioPpm(), floorPpm);
+      if (available >= 1) {
+        ownBalance.take(1);
         ownCounts.add(now, 0, 1, 0);
         return true;
       }
@@ -409,6 +573,7 @@ final class RedisRetryBudget implements RetryBudget {
     }
     synchronized (ownCounts) {
       ownCounts.add(now, requests, retries, denied);
+      ownRequestsEver += requests;
     }
   }
 
@@ -423,7 +588,7 @@ final class RedisRetryBudget implements RetryBudget {
     if (scripts != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
       try {
         // closing is off the hot path: wait longer than a timer flush would
-        call(scripts, clock.getAsLong(), 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);
+        call(scripts, clock.getAsLong(), 0, 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (ExecutionException | TimeoutException | RuntimeException e) {

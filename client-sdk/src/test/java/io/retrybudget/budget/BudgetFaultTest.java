@@ -40,8 +40,8 @@ class BudgetFaultTest {
   void start() {
     redis.server().restart();
     client = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(CALL_TIMEOUT).build();
-    // a long window, so every count of the test stays in it
-    budget = client.budget(BudgetConfig.builder("faults").windowSeconds(300).minRetriesPerSecond(1).build());
+    // a long window, so every count of the test stays in it; a floor that refills 100 permits a second
+    budget = client.budget(BudgetConfig.builder("faults").windowSeconds(300).minRetriesPerSecond(100).build());
   }
 
   @AfterEach
@@ -174,16 +174,18 @@ class BudgetFaultTest {
         local.acquireBlocking();
         return local.isDegraded();
       });
-      for (int i = 0; i < 10; i++) {
+      for (int i = 0; i < 1_000; i++) {
         local.recordFirstAttempt();
       }
       int granted = 0;
-      for (int i = 0; i < 10; i++) {
+      for (int i = 0; i < 100; i++) {
         if (local.acquireBlocking().granted()) {
           granted++;
         }
       }
-      assertEquals(5, granted, "half of its own 10 first attempts");
+      // the budget's paced rule over its own counts: 1,000 first attempts in a 10 s window at ratio
+      // 0.5 refill 50 permits a second; half a second of that is saved up (no floor: no time refill)
+      assertEquals(25, granted, "half a second of half its own rate");
     }
   }
 

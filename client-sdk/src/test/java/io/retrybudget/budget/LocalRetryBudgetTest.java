@@ -10,38 +10,57 @@ class LocalRetryBudgetTest {
   private final AtomicLong now = new AtomicLong(1_000_000);
 
   @Test
-  void grantsRatioOfOwnRequestsPlusFloor() {
+  void aBurstGetsHalfASecondOfTheRateNotTheWindowsAllowance() {
     LocalRetryBudget b = new LocalRetryBudget(
         BudgetConfig.builder("l").ratio(0.2).minRetriesPerSecond(1).windowSeconds(10).build(), now::get);
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 1_000; i++) {
       b.recordFirstAttempt();
     }
+    // 1,000 first attempts in the window: 100 a second, refilling 0.2 * 100 + 1 = 21 permits a second;
+    // the balance holds half a second of that (10.5), not the window's 210
     int granted = 0;
     for (int i = 0; i < 100; i++) {
       if (b.acquireBlocking().granted()) {
         granted++;
       }
     }
-    assertEquals(20 + 10, granted);
+    assertEquals(10, granted);
     assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
     long[] counts = b.windowCounts();
-    assertEquals(100, counts[0]);
-    assertEquals(30, counts[1]);
-    assertEquals(71, counts[2]);
+    assertEquals(1_000, counts[0]);
+    assertEquals(10, counts[1]);
+    assertEquals(91, counts[2]);
   }
 
   @Test
-  void allowanceComesBackAsTheWindowSlides() {
+  void aSteadyRateGetsTheRatioEverySecond() {
     LocalRetryBudget b = new LocalRetryBudget(
-        BudgetConfig.builder("l").minRetriesPerSecond(1).windowSeconds(10).build(), now::get);
-    for (int i = 0; i < 10; i++) {
-      assertTrue(b.acquireBlocking().granted());
+        BudgetConfig.builder("l").ratio(0.2).minRetriesPerSecond(1).windowSeconds(10).build(), now::get);
+    int[] perSecond = new int[20];
+    for (int ms = 0; ms < 20_000; ms += 10) {
+      now.addAndGet(10);
+      b.recordFirstAttempt(); // 100 a second, each of them failing and asking for a retry
+      if (b.acquireBlocking().granted()) {
+        perSecond[ms / 1000]++;
+      }
     }
+    for (int s = 10; s < 20; s++) {
+      // a full window: 20 of 100 first attempts, plus the floor's 1
+      assertTrue(perSecond[s] >= 20 && perSecond[s] <= 22, "second " + s + ": " + perSecond[s]);
+    }
+  }
+
+  @Test
+  void theFloorRefillsAtItsRate() {
+    LocalRetryBudget b = new LocalRetryBudget(
+        BudgetConfig.builder("l").minRetriesPerSecond(2).windowSeconds(10).build(), now::get);
+    assertTrue(b.acquireBlocking().granted(), "half a second of the floor saved up: one permit");
     assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
-    now.addAndGet(9_999);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "the grants are not yet a window old");
+    now.addAndGet(499);
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "2 a second: the next after 500 ms");
     now.addAndGet(1);
     assertTrue(b.acquireBlocking().granted());
+    assertEquals(0, b.available());
   }
 
   @Test

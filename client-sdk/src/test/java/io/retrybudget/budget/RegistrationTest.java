@@ -60,7 +60,8 @@ class RegistrationTest {
 
   @Test
   void anotherConfigThanRedisHoldsIsLoggedOnceAndTheOneInForceIsExposed() {
-    BudgetConfig first = BudgetConfig.builder("registered").ratio(0.2).windowSeconds(10).minRetriesPerSecond(5).build();
+    // a floor of 100 a second: the paced balance holds 50 permits, enough for the 21 asked for below
+    BudgetConfig first = BudgetConfig.builder("registered").ratio(0.2).windowSeconds(10).minRetriesPerSecond(100).build();
     BudgetConfig other = BudgetConfig.builder("registered").ratio(0.5).windowSeconds(20).minRetriesPerSecond(7)
         .mode(BudgetMode.SHADOW).build();
     try (RedisBudgetClient a = client(); RedisBudgetClient b = client()) {

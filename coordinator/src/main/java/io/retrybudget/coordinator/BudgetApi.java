@@ -347,8 +347,12 @@ final class BudgetApi {
       JsonObject out = window(reply).put("granted", granted).put("permits", granted ? count : 0)
           .put("shadow", BudgetReply.SHADOW.equals(reply.status()));
       if (!granted) {
-        // allowance comes back as the oldest bucket leaves the window: one bucket, at least 1 s
-        ctx.response().putHeader("Retry-After", Long.toString(Math.max(1, (reply.windowSeconds() + 9) / 10)));
+        // when the paced balance holds the permits asked for again (at its refill rate), at least 1 s;
+        // one bucket when it does not refill by itself (no traffic, no floor)
+        long perPermitMs = reply.refillPpm() > 0 ? (1_000_000_000L + reply.refillPpm() - 1) / reply.refillPpm() : -1;
+        long waitMs = perPermitMs < 0 ? reply.windowSeconds() * 100L
+            : Math.max(reply.nextGrantMillis(), 0) + Math.max(0, count - Math.max(reply.available(), 1)) * perPermitMs;
+        ctx.response().putHeader("Retry-After", Long.toString(Math.max(1, Math.min(3600, (waitMs + 999) / 1000))));
       }
       json(ctx, granted ? 200 : 429, out);
     });

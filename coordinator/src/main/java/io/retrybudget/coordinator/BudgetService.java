@@ -63,7 +63,7 @@ final class BudgetService {
 
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
     ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
-        update.mode());
+        update.mode(), update.maxCallsPerSecond());
     return onContext(scripts.configure(name, change, DEFAULTS)).compose(ignored -> status(name));
   }
 

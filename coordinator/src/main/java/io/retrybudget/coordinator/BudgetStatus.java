@@ -16,13 +16,17 @@ record BudgetStatus(
     long denied,
     long allowance,
     long activeClients,
-    StatusReply.Source source) {
+    StatusReply.Source source,
+    int maxCallsPerSecond,
+    long available,
+    long nextGrantMillis) {
 
   /** From status.lua's reply, as the SDK's protocol parsed it. */
   static BudgetStatus of(StatusReply r) {
     return new BudgetStatus(r.name(), r.exists(), r.settings().mode(), r.settings().ratioPpm(),
         r.settings().windowSeconds(), r.settings().minRetriesPerSecond(), r.requests(), r.retries(), r.denied(),
-        r.allowance(), r.activeClients(), r.source());
+        r.allowance(), r.activeClients(), r.source(), r.settings().maxCallsPerSecond(), r.available(),
+        r.nextGrantMillis());
   }
 
   double ratio() {
@@ -33,8 +37,9 @@ record BudgetStatus(
     return requests == 0 ? 0.0 : (double) retries / requests;
   }
 
+  /** Permits a request could be granted now: the paced balance's whole permits. */
   long remaining() {
-    return Math.max(0, allowance - retries);
+    return available;
   }
 
   boolean exhausted() {
@@ -55,6 +60,8 @@ record BudgetStatus(
         .put("allowance", allowance)
         .put("remaining", remaining())
         .put("exhausted", exhausted())
-        .put("active_clients", activeClients);
+        .put("active_clients", activeClients)
+        .put("max_calls_per_second", maxCallsPerSecond)
+        .put("next_grant_ms", nextGrantMillis);
   }
 }

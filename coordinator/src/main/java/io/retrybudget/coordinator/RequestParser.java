@@ -12,7 +12,8 @@ import java.util.Set;
 final class RequestParser {
   static final int MAX_REQUEST_COUNT = 1_000_000;
   static final int MAX_PERMIT_COUNT = 1_000;
-  private static final Set<String> CONFIG_FIELDS = Set.of("ratio", "window_seconds", "min_retries_per_second", "mode");
+  private static final Set<String> CONFIG_FIELDS = Set.of("ratio", "window_seconds", "min_retries_per_second", "mode",
+      "max_calls_per_second");
   private static final Set<String> COUNT_FIELDS = Set.of("count");
   private static final BigDecimal HALF_PPM = new BigDecimal("0.0000005");
 
@@ -44,7 +45,7 @@ final class RequestParser {
   static ConfigUpdate configUpdate(JsonObject o) {
     rejectUnknown(o, CONFIG_FIELDS);
     if (o.isEmpty()) {
-      throw new BadRequestException("body", "give at least one of ratio, window_seconds, min_retries_per_second, mode");
+      throw new BadRequestException("body", "give at least one of ratio, window_seconds, min_retries_per_second, mode, max_calls_per_second");
     }
     Long ratioPpm = null;
     if (o.containsKey("ratio")) {
@@ -74,7 +75,9 @@ final class RequestParser {
       }
       mode = (String) m;
     }
-    return new ConfigUpdate(ratioPpm, window, floor, mode);
+    Integer maxCalls = o.containsKey("max_calls_per_second")
+        ? (int) integer(o, "max_calls_per_second", 1, BudgetConfig.MAX_MAX_CALLS_PER_SECOND) : null;
+    return new ConfigUpdate(ratioPpm, window, floor, mode, maxCalls);
   }
 
   static long count(JsonObject o, long max) {

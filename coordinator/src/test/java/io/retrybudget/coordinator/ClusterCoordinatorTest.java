@@ -26,7 +26,8 @@ class ClusterCoordinatorTest {
         String name = "svc-" + i;
         assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/" + name,
             "{\"ratio\": 0.5, \"min_retries_per_second\": 0}").status());
-        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 4}").status());
+        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 80}").status());
+        // 80 first attempts over 10 s at ratio 0.5: 4 permits a second, half a second of it saved up
         assertEquals(200, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 2}").status());
         assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 1}").status());
         mastersUsed.add(redis.clusterProcesses().masterFor(new BudgetKeys(name).config()).port());

@@ -51,27 +51,42 @@ class CoordinatorApiTest {
     assertEquals(0.2, put.json().getDouble("ratio"));
     assertEquals("enforce", put.json().getString("mode"), "fields left out keep their (default) values");
 
-    var counted = api.write("countRequests", "POST", "/v1/budgets/payments-api/requests", "{\"count\": 100}");
-    assertEquals(200, counted.status());
-    assertEquals(20, counted.json().getLong("allowance"));
+    assertEquals(2000, put.json().getInteger("max_calls_per_second"), "the default ceiling");
 
-    var granted = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 15}");
+    // 6,000 first attempts over a 60 s window: 100 a second at ratio 0.2 refill 20 permits a second;
+    // the paced balance holds half a second of that, 10 (the window's allowance, 1,200, is shown)
+    var counted = api.write("countRequests", "POST", "/v1/budgets/payments-api/requests", "{\"count\": 6000}");
+    assertEquals(200, counted.status());
+    assertEquals(1200, counted.json().getLong("allowance"));
+    assertEquals(10, counted.json().getLong("remaining"));
+
+    var granted = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 7}");
     assertEquals(200, granted.status());
     assertTrue(granted.json().getBoolean("granted"));
-    var refused = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 6}");
+    var refused = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 4}");
     assertEquals(429, refused.status());
     assertFalse(refused.json().getBoolean("granted"));
-    assertEquals("6", refused.raw().headers().firstValue("Retry-After").orElseThrow());
-    var lastFive = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 5}");
-    assertEquals(200, lastFive.status(), "all or none: the refused 6 took nothing");
+    assertEquals(3, refused.json().getLong("remaining"));
+    assertEquals("1", refused.raw().headers().firstValue("Retry-After").orElseThrow(),
+        "one more permit at 20 a second: 50 ms, at least 1 s");
+    var lastThree = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 3}");
+    assertEquals(200, lastThree.status(), "all or none: the refused 4 took nothing");
 
     JsonObject status = api.get("getBudget", "/v1/budgets/payments-api").json();
-    assertEquals(100, status.getLong("requests"));
-    assertEquals(20, status.getLong("retries"));
-    assertEquals(6, status.getLong("denied"));
-    assertEquals(0.2, status.getDouble("retry_ratio"), 1e-9);
+    assertEquals(6000, status.getLong("requests"));
+    assertEquals(10, status.getLong("retries"));
+    assertEquals(4, status.getLong("denied"));
+    assertEquals(10.0 / 6000, status.getDouble("retry_ratio"), 1e-9);
     assertEquals(0, status.getLong("remaining"));
     assertTrue(status.getBoolean("exhausted"));
+    assertEquals(50, status.getLong("next_grant_ms"), "20 permits a second: the next in 50 ms");
+
+    var ceiling = api.write("configureBudget", "PUT", "/v1/budgets/payments-api", "{\"max_calls_per_second\": 500}");
+    assertEquals(200, ceiling.status());
+    assertEquals(500, ceiling.json().getInteger("max_calls_per_second"));
+    var badCeiling = api.write("configureBudget", "PUT", "/v1/budgets/payments-api", "{\"max_calls_per_second\": 0}");
+    assertEquals(400, badCeiling.status());
+    assertTrue(badCeiling.body().contains("max_calls_per_second"), badCeiling.body());
 
     var second = api.write("configureBudget", "PUT", "/v1/budgets/payments-api", "{\"mode\": \"shadow\"}");
     assertEquals(0.2, second.json().getDouble("ratio"), "ratio kept");

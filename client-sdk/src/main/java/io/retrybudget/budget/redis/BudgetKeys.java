@@ -18,6 +18,7 @@ public final class BudgetKeys {
   private final String config;
   private final String window;
   private final String clients;
+  private final String pace;
   private final String index;
 
   /** The keys of a budget on a standalone Redis. */
@@ -32,6 +33,7 @@ public final class BudgetKeys {
     this.config = base + "cfg";
     this.window = base + "win";
     this.clients = base + "clients";
+    this.pace = base + "pace";
     this.index = cluster ? clusterIndex(SlotHash.getSlot(config)) : STANDALONE_INDEX;
   }
 
@@ -54,6 +56,11 @@ public final class BudgetKeys {
 
   public String clients() {
     return clients;
+  }
+
+  /** The paced balance (16 bytes: micro-permits, Redis ms of its last update). */
+  public String pace() {
+    return pace;
   }
 
   /** The sorted set of budget names (score: when the configuration expires) this budget is listed in. */

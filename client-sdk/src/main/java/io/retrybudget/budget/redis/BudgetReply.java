@@ -4,7 +4,16 @@ import java.util.List;
 
 /**
  * The reply of lua/budget.lua: {@code status, granted, requests, retries, denied, allowance,
- * active_clients, ratio_ppm, window_s, min_rps, mode}. Built by {@link BudgetScripts} only.
+ * active_clients, ratio_ppm, window_s, min_rps, mode, available, next_ms, refill_ppm,
+ * max_calls_per_s}. Built by {@link BudgetScripts} only.
+ *
+ * @param allowance the window's total, {@code floor(ratio * requests) + min_rps * window_s} (shown;
+ *     the decision is the paced balance's)
+ * @param available whole permits the paced balance holds after this call: what could be granted now
+ * @param nextGrantMillis ms until the balance holds a whole permit (0: it does; -1: it never refills,
+ *     no traffic and no floor)
+ * @param refillPpm the balance's refill rate and cap, micro-permits a second
+ * @param maxCallsPerSecond the budget's ceiling on script calls a second for the whole fleet
  */
 public record BudgetReply(
     String status,
@@ -17,7 +26,11 @@ public record BudgetReply(
     long ratioPpm,
     int windowSeconds,
     int minRetriesPerSecond,
-    String mode) {
+    String mode,
+    long available,
+    long nextGrantMillis,
+    long refillPpm,
+    int maxCallsPerSecond) {
 
   public static final String GRANTED = "granted";
   public static final String DENIED = "denied";
@@ -28,7 +41,7 @@ public record BudgetReply(
   public static final String MISSING = "missing";
 
   static BudgetReply parse(List<Object> reply) {
-    if (reply == null || reply.size() != 11) {
+    if (reply == null || reply.size() != 15) {
       throw new IllegalStateException("unexpected budget.lua reply: " + reply);
     }
     return new BudgetReply(
@@ -42,7 +55,11 @@ public record BudgetReply(
         asLong(reply.get(7)),
         (int) asLong(reply.get(8)),
         (int) asLong(reply.get(9)),
-        String.valueOf(reply.get(10)));
+        String.valueOf(reply.get(10)),
+        asLong(reply.get(11)),
+        asLong(reply.get(12)),
+        asLong(reply.get(13)),
+        (int) asLong(reply.get(14)));
   }
 
   /** A script reply element as a long: Redis integers arrive as Long, strings are parsed. */
@@ -55,7 +72,7 @@ public record BudgetReply(
 
   /** The configuration this reply was computed with. */
   public BudgetSettings settings() {
-    return new BudgetSettings(ratioPpm, windowSeconds, minRetriesPerSecond, mode);
+    return new BudgetSettings(ratioPpm, windowSeconds, minRetriesPerSecond, mode, maxCallsPerSecond);
   }
 
   /** True when the call was applied (counted, granted or denied); false for stale and missing. */
@@ -63,7 +80,8 @@ public record BudgetReply(
     return !STALE.equals(status) && !MISSING.equals(status);
   }
 
+  /** Permits that could be granted now (the paced balance's whole permits). */
   public long remaining() {
-    return Math.max(0, allowance - retries);
+    return available;
   }
 }

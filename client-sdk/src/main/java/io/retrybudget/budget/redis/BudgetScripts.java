@@ -81,7 +81,7 @@ public final class BudgetScripts {
 
   private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, boolean resent, int refused,
       CompletableFuture<BudgetReply> result) {
-    String[] keyNames = {k.config(), k.window(), k.clients(), k.index()};
+    String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
       raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1), resent);
@@ -140,18 +140,19 @@ public final class BudgetScripts {
         seed == null ? "" : Long.toString(seed.ratioPpm()),
         seed == null ? "" : Integer.toString(seed.windowSeconds()),
         seed == null ? "" : Integer.toString(seed.minRetriesPerSecond()),
-        seed == null ? "" : seed.mode().wireName()};
+        seed == null ? "" : seed.mode().wireName(),
+        seed == null ? "" : Integer.toString(seed.maxCallsPerSecond())};
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */
   public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults) {
     BudgetKeys k = keys(name);
-    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, settingsArgs(defaults))
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()}, settingsArgs(defaults))
         .handle((r, error) -> {
           if (error != null) {
             throw new CompletionException(translate(name, unwrap(error)));
           }
-          if (r == null || r.size() != 12) {
+          if (r == null || r.size() != 16) {
             throw new IllegalStateException("unexpected status.lua reply: " + r);
           }
           String src = String.valueOf(r.get(11));
@@ -162,8 +163,9 @@ public final class BudgetScripts {
           };
           return new StatusReply(name, (int) asLong(r.get(0)), asLong(r.get(1)), asLong(r.get(2)), asLong(r.get(3)),
               asLong(r.get(4)), asLong(r.get(5)),
-              new BudgetSettings(asLong(r.get(6)), (int) asLong(r.get(7)), (int) asLong(r.get(8)), String.valueOf(r.get(9))),
-              Double.parseDouble(String.valueOf(r.get(10))), source);
+              new BudgetSettings(asLong(r.get(6)), (int) asLong(r.get(7)), (int) asLong(r.get(8)), String.valueOf(r.get(9)),
+                  (int) asLong(r.get(15))),
+              Double.parseDouble(String.valueOf(r.get(10))), source, asLong(r.get(12)), asLong(r.get(13)), asLong(r.get(14)));
         });
   }
 
@@ -176,22 +178,24 @@ public final class BudgetScripts {
         change.windowSeconds() == null ? "" : Integer.toString(change.windowSeconds()),
         change.minRetriesPerSecond() == null ? "" : Integer.toString(change.minRetriesPerSecond()),
         change.mode() == null ? "" : change.mode(),
-        d[0], d[1], d[2], d[3]};
+        d[0], d[1], d[2], d[3],
+        change.maxCallsPerSecond() == null ? "" : Integer.toString(change.maxCallsPerSecond()), d[4]};
     return store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()}, args).handle((r, error) -> {
       if (error != null) {
         throw new CompletionException(translate(name, unwrap(error)));
       }
-      if (r == null || r.size() != 4) {
+      if (r == null || r.size() != 5) {
         throw new IllegalStateException("unexpected configure.lua reply: " + r);
       }
-      return new BudgetSettings(asLong(r.get(0)), (int) asLong(r.get(1)), (int) asLong(r.get(2)), String.valueOf(r.get(3)));
+      return new BudgetSettings(asLong(r.get(0)), (int) asLong(r.get(1)), (int) asLong(r.get(2)), String.valueOf(r.get(3)),
+          (int) asLong(r.get(4)));
     });
   }
 
   /** delete.lua: removes every key of the budget and its index entry; true when there was one. */
   public CompletableFuture<Boolean> delete(String name) {
     BudgetKeys k = keys(name);
-    return store.runInteger(LuaScript.DELETE, new String[] {k.config(), k.window(), k.clients(), k.index()})
+    return store.runInteger(LuaScript.DELETE, new String[] {k.config(), k.window(), k.clients(), k.index(), k.pace()})
         .thenApply(n -> n != null && n > 0);
   }
 
@@ -230,7 +234,7 @@ public final class BudgetScripts {
 
   private static String[] settingsArgs(BudgetConfig c) {
     return new String[] {Long.toString(c.ratioPpm()), Integer.toString(c.windowSeconds()),
-        Integer.toString(c.minRetriesPerSecond()), c.mode().wireName()};
+        Integer.toString(c.minRetriesPerSecond()), c.mode().wireName(), Integer.toString(c.maxCallsPerSecond())};
   }
 
   /** A script's "broken state" error as a {@link BrokenBudgetException}; anything else as it is. */

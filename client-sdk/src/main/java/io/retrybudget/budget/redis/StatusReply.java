@@ -6,6 +6,10 @@ package io.retrybudget.budget.redis;
  * @param keysPresent how many of the configuration and window keys exist (0, 1 or 2)
  * @param source who wrote the stored configuration
  * @param retryRatio retries / first attempts in the window (six decimals in Redis)
+ * @param allowance the window's total (shown; the decision is the paced balance's)
+ * @param available whole permits a permit request could be granted now
+ * @param nextGrantMillis ms until a whole permit is available (0: one is; -1: never by itself)
+ * @param refillPpm the paced balance's refill rate and cap, micro-permits a second
  */
 public record StatusReply(
     String name,
@@ -17,7 +21,10 @@ public record StatusReply(
     long activeClients,
     BudgetSettings settings,
     double retryRatio,
-    Source source) {
+    Source source,
+    long available,
+    long nextGrantMillis,
+    long refillPpm) {
 
   /** Who wrote a stored configuration. */
   public enum Source {
@@ -33,7 +40,8 @@ public record StatusReply(
     return keysPresent > 0;
   }
 
+  /** Permits that could be granted now. */
   public long remaining() {
-    return Math.max(0, allowance - retries);
+    return available;
   }
 }

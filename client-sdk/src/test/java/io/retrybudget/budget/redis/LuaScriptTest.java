@@ -48,7 +48,7 @@ class LuaScriptTest {
   private BudgetReply budget(String name, String client, long requests, long denied, int need, int want,
       long ratioPpm, int window, int floor, String mode) throws Exception {
     BudgetKeys k = new BudgetKeys(name);
-    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index()},
+    List<Object> raw = store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index(), k.pace()},
         client, Integer.toString(++nextSeq), Long.toString(requests), Long.toString(denied),
         Integer.toString(need), Integer.toString(want), Long.toString(ratioPpm), Integer.toString(window),
         Integer.toString(floor), mode).get(5, TimeUnit.SECONDS);
@@ -63,62 +63,81 @@ class LuaScriptTest {
     return budget(name, "c1", 0, 0, 1, 1, 100_000, 100, 0, "enforce");
   }
 
+  /** Counts first attempts into a budget with a 10 s window, ratio 0.1 and no floor. */
+  private BudgetReply count10s(String name, long requests) throws Exception {
+    return budget(name, "c1", requests, 0, 0, 0, 100_000, 10, 0, "enforce");
+  }
+
   private List<Object> status(String name) throws Exception {
     BudgetKeys k = new BudgetKeys(name);
-    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, "100000", "10", "10", "enforce")
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()}, "100000", "10", "10", "enforce")
         .get(5, TimeUnit.SECONDS);
   }
 
   @Test
-  void grantsExactlyTheAllowanceThenDenies() throws Exception {
-    count("api", 1000);
+  void aBurstOfAsksGetsOneSecondOfTheRateNotTheWindowsAllowance() throws Exception {
+    // 10,000 first attempts over a 10 s window: 1,000 a second, so the paced balance refills at 100
+    // permits a second and holds half a second of that, 50; the window's allowance (1,000) is never
+    // spent at once
+    budget("api", "c1", 10_000, 0, 0, 0, 100_000, 10, 0, "enforce");
     int granted = 0;
     int denied = 0;
     for (int i = 0; i < 150; i++) {
-      BudgetReply r = acquire("api");
+      BudgetReply r = budget("api", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce");
       if (r.status().equals(BudgetReply.GRANTED)) {
         granted++;
         assertEquals(1, r.granted());
+        assertEquals(50 - granted, r.available(), "what is left after this grant");
       } else {
         assertEquals(BudgetReply.DENIED, r.status());
         assertEquals(0, r.granted());
+        assertEquals(0, r.available());
+        assertEquals(10, r.nextGrantMillis(), "refills at 100 permits a second: the next one in 10 ms");
         denied++;
       }
     }
-    assertEquals(100, granted);
-    assertEquals(50, denied);
+    assertEquals(50, granted);
+    assertEquals(100, denied);
     List<Object> s = status("api");
-    assertEquals(1000L, s.get(1));
-    assertEquals(100L, s.get(2));
-    assertEquals(50L, s.get(3));
-    assertEquals(100L, s.get(4));
-    assertEquals("0.100000", s.get(10));
+    assertEquals(10_000L, s.get(1));
+    assertEquals(50L, s.get(2));
+    assertEquals(100L, s.get(3));
+    assertEquals(1_000L, s.get(4), "the window's allowance, shown");
+    assertEquals("0.005000", s.get(10));
+    assertEquals(0L, s.get(12), "nothing grantable now");
+    assertEquals(100_000_000L, s.get(14), "refills at 100 permits a second, in micro-permits");
+    assertEquals(2_000L, s.get(15), "max_calls_per_s: the default");
   }
 
   @Test
-  void theFloorIsForTheWholeFleetNotPerClient() throws Exception {
+  void theFloorIsForTheWholeFleetNotPerClientAndPaced() throws Exception {
+    long start = System.nanoTime();
     int granted = 0;
     for (int i = 0; i < 50; i++) {
-      // five different clients ask; the floor (2/s over 10 s = 20) is shared by all of them
+      // five different clients ask; the floor (2/s) is shared by all of them and paced: the balance
+      // holds half a second of it (1 permit) and refills 2 a second, not the window's 20 at once
       BudgetReply r = budget("floor", "client-" + (i % 5), 0, 0, 1, 1, 100_000, 10, 2, "enforce");
       if (r.status().equals(BudgetReply.GRANTED)) {
         granted++;
       }
     }
-    assertEquals(20, granted);
+    long tookMs = (System.nanoTime() - start) / 1_000_000 + 1;
+    assertTrue(granted >= 1, "the balance starts with half a second of the floor: " + granted);
+    assertTrue(granted <= 1 + tookMs * 2 / 1000, granted + " grants in " + tookMs + " ms");
   }
 
   @Test
   void allOrNoneAndLeases() throws Exception {
-    count("batch", 100); // allowance 10
-    BudgetReply five = budget("batch", "c1", 0, 0, 5, 5, 100_000, 100, 0, "enforce");
+    count10s("batch", 2_000); // 200 a second: refills 20 permits a second and holds 10
+    BudgetReply five = budget("batch", "c1", 0, 0, 5, 5, 100_000, 10, 0, "enforce");
     assertEquals(5, five.granted());
-    BudgetReply six = budget("batch", "c1", 0, 0, 6, 6, 100_000, 100, 0, "enforce");
+    BudgetReply six = budget("batch", "c1", 0, 0, 6, 6, 100_000, 10, 0, "enforce");
     assertEquals(BudgetReply.DENIED, six.status());
     assertEquals(6, six.denied(), "all-or-none refusal counts every permit asked for");
-    BudgetReply lease = budget("batch", "c1", 0, 0, 1, 8, 100_000, 100, 0, "enforce");
+    BudgetReply lease = budget("batch", "c1", 0, 0, 1, 8, 100_000, 10, 0, "enforce");
     assertEquals(5, lease.granted(), "a lease takes what is left, up to what was wanted");
     assertEquals(10, lease.retries());
+    assertEquals(0, lease.available());
   }
 
   @Test
@@ -134,9 +153,9 @@ class LuaScriptTest {
 
   @Test
   void shadowModeGrantsButCountsWouldDeny() throws Exception {
-    budget("shadowed", "c1", 10, 0, 0, 0, 100_000, 100, 0, "shadow"); // allowance 1
-    BudgetReply first = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 100, 0, "shadow");
-    BudgetReply second = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 100, 0, "shadow");
+    budget("shadowed", "c1", 10, 0, 0, 0, 100_000, 10, 0, "shadow"); // 1 a second: the balance holds 1 permit
+    BudgetReply first = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 10, 0, "shadow");
+    BudgetReply second = budget("shadowed", "c1", 0, 0, 1, 1, 100_000, 10, 0, "shadow");
     assertEquals(BudgetReply.GRANTED, first.status());
     assertEquals(BudgetReply.SHADOW, second.status());
     assertEquals(1, second.granted());
@@ -147,7 +166,7 @@ class LuaScriptTest {
   @Test
   void aCallSeenBeforeIsNotAppliedTwice() throws Exception {
     BudgetKeys k = new BudgetKeys("dedupe");
-    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     String[] args = {"client-x", "7", "40", "2", "0", "0", "100000", "100", "0", "enforce"};
     BudgetReply once = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
     BudgetReply again = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, args).get(5, TimeUnit.SECONDS));
@@ -206,7 +225,7 @@ class LuaScriptTest {
 
   @Test
   void theRingIsLaidOutAsDocumented() throws Exception {
-    count("layout", 10); // ratio 0.1, floor 0: one permit
+    count("layout", 100); // ratio 0.1, floor 0, 1 a second over 100 s: one permit
     acquire("layout");
     acquire("layout"); // refused
     BudgetKeys k = new BudgetKeys("layout");
@@ -216,7 +235,7 @@ class LuaScriptTest {
     for (long[] slot : slots) {
       if (slot[WindowRing.T] != 0) {
         used++;
-        assertEquals(10, slot[WindowRing.Q]);
+        assertEquals(100, slot[WindowRing.Q]);
         assertEquals(1, slot[WindowRing.G]);
         assertEquals(1, slot[WindowRing.D]);
         assertEquals(1, slot[WindowRing.A], "client c1 counted once");
@@ -249,7 +268,7 @@ class LuaScriptTest {
   @Test
   void rejectsBadArgumentsNamingThem() {
     BudgetKeys k = new BudgetKeys("bad");
-    String[] keys = {k.config(), k.window(), k.clients(), k.index()};
+    String[] keys = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
         "c", "1", "-5", "0", "0", "0", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid requests"), e.getCause().getMessage());
@@ -270,10 +289,10 @@ class LuaScriptTest {
     BudgetKeys k = new BudgetKeys("conf");
     List<Object> first = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "250000", "", "", "", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
-    assertEquals(List.of(250000L, 10L, 10L, "enforce"), first);
+    assertEquals(List.of(250000L, 10L, 10L, "enforce", 2000L), first);
     List<Object> second = store.run(LuaScript.CONFIGURE, new String[] {k.config(), k.index()},
         "", "30", "0", "shadow", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
-    assertEquals(List.of(250000L, 30L, 0L, "shadow"), second);
+    assertEquals(List.of(250000L, 30L, 0L, "shadow", 2000L), second);
   }
 
   @Test
@@ -300,6 +319,10 @@ class LuaScriptTest {
     long requests = 123_456_789L;
     BudgetReply r = budget("big", "c1", requests, 0, 0, 0, 123_457, 60, 17, "enforce");
     assertEquals(BudgetArithmetic.allowance(123_457, requests, 17, 60), r.allowance());
+    long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, 60, 123_457, 17 * 1_000_000L);
+    assertEquals(refill, r.refillPpm());
+    assertEquals(io.retrybudget.budget.internal.PaceArithmetic.cap(refill) / 1_000_000, r.available(),
+        "a new balance after this much traffic starts full");
   }
 
   @Test
@@ -330,7 +353,13 @@ class LuaScriptTest {
         org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.window(), "a", "b"), k.window(), "type"),
         org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.clients(), "x"), k.clients(), "type"),
         org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.clients(), "c1", "garbage"), k.clients(), "c1"),
-        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.index(), "x"), k.index(), "type"));
+        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.index(), "x"), k.index(), "type"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "max_calls_per_s", "0"), k.config(), "max_calls_per_s"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.config(), "max_calls_per_s", "1.5"), k.config(), "max_calls_per_s"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("HSET", k.pace(), "a", "b"), k.pace(), "type"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("SET", k.pace(), "short"), k.pace(), "length"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("EVAL", "return redis.call('SET', KEYS[1], struct.pack('<i8i8', -1, 5))", "1", k.pace()), k.pace(), "balance"),
+        org.junit.jupiter.params.provider.Arguments.of(List.of("EVAL", "return redis.call('SET', KEYS[1], struct.pack('<i8i8', 5, -1))", "1", k.pace()), k.pace(), "at"));
   }
 
   @org.junit.jupiter.params.ParameterizedTest
@@ -356,14 +385,15 @@ class LuaScriptTest {
       assertEquals(field, assertInstanceOf(BrokenBudgetException.class, s.getCause()).field());
     }
     // delete always works, whatever the keys hold
-    assertTrue(scripts.delete("broken").get(5, TimeUnit.SECONDS) || key.equals(k.index()));
-    assertEquals(0L, redis.server().call("EXISTS", k.config(), k.window(), k.clients()));
+    // (a paced balance alone is no budget: deleted, but not reported as one)
+    assertTrue(scripts.delete("broken").get(5, TimeUnit.SECONDS) || key.equals(k.index()) || key.equals(k.pace()));
+    assertEquals(0L, redis.server().call("EXISTS", k.config(), k.window(), k.clients(), k.pace()));
   }
 
   /** Every key of the budget with its type, TTL and contents. */
   private static Object snapshot(BudgetKeys k) {
     List<Object> out = new java.util.ArrayList<>();
-    for (String key : List.of(k.config(), k.window(), k.clients(), k.index())) {
+    for (String key : List.of(k.config(), k.window(), k.clients(), k.index(), k.pace())) {
       Object type = redis.server().call("TYPE", key);
       out.add(List.of(key, type, redis.server().call("PTTL", key), String.valueOf(switch (String.valueOf(type)) {
         case "hash" -> redis.server().call("HGETALL", key);
@@ -379,7 +409,7 @@ class LuaScriptTest {
   void aSeedThatIsOutOfRangeIsRefusedAndNothingIsWritten() throws Exception {
     BudgetKeys k = new BudgetKeys("badseed");
     ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET,
-        new String[] {k.config(), k.window(), k.clients(), k.index()},
+        new String[] {k.config(), k.window(), k.clients(), k.index(), k.pace()},
         "c", "1", "0", "0", "0", "0", "100000", "1e300", "10", "enforce").get(5, TimeUnit.SECONDS));
     assertTrue(e.getCause().getMessage().contains("invalid seed window_s"), e.getCause().getMessage());
     assertEquals(0L, redis.server().call("DBSIZE"), "nothing half-written");
@@ -426,5 +456,281 @@ class LuaScriptTest {
     BudgetKeys k = new BudgetKeys("listed-a");
     assertEquals(0L, redis.server().call("EXISTS", k.config(), k.window(), k.clients()));
     assertEquals(List.of("listed-b"), List.copyOf(scripts.listNames(never).get(5, TimeUnit.SECONDS)));
+  }
+
+  // ---- paced admission ----
+
+  /** Redis's clock in ms, as the scripts read it. */
+  private static long redisNowMs() {
+    @SuppressWarnings("unchecked")
+    List<Object> time = (List<Object>) redis.server().call("TIME");
+    return Long.parseLong((String) time.get(0)) * 1000 + Long.parseLong((String) time.get(1)) / 1000;
+  }
+
+  /** Plants a budget's paced balance: micro-permits, and the Redis ms it was last brought up to date. */
+  private static void plantBalance(String name, long balancePpm, long atMs) {
+    redis.server().call("EVAL", "return redis.call('SET', KEYS[1], struct.pack('<i8i8', tonumber(ARGV[1]), tonumber(ARGV[2])))",
+        "1", new BudgetKeys(name).pace(), Long.toString(balancePpm), Long.toString(atMs));
+  }
+
+  private static long[] readBalance(String name) {
+    @SuppressWarnings("unchecked")
+    List<Object> r = (List<Object>) redis.server().call("EVAL",
+        "local v = redis.call('GET', KEYS[1]) return { struct.unpack('<i8i8', v) }", "1", new BudgetKeys(name).pace());
+    return new long[] {(Long) r.get(0), (Long) r.get(1)};
+  }
+
+  @Test
+  void theFloorRefillsTheBalanceAtItsRate() throws Exception {
+    budget("refill", "c1", 0, 0, 0, 0, 100_000, 10, 10, "enforce"); // floor 10 a second
+    long plantedAt = redisNowMs() - 500;
+    plantBalance("refill", 0, plantedAt); // empty, last brought up to date 500 ms ago: 5 permits by now
+    int granted = 0;
+    BudgetReply r;
+    do {
+      r = budget("refill", "c1", 0, 0, 1, 1, 100_000, 10, 10, "enforce");
+      if (r.status().equals(BudgetReply.GRANTED)) {
+        granted++;
+      }
+    } while (r.status().equals(BudgetReply.GRANTED) && granted < 100);
+    long sincePlant = redisNowMs() - plantedAt;
+    assertTrue(granted >= 5, granted + " granted: 500 ms of a floor of 10 a second is 5");
+    assertTrue(granted <= sincePlant * 10 / 1000, granted + " granted in " + sincePlant + " ms since the plant");
+    assertTrue(r.nextGrantMillis() > 0 && r.nextGrantMillis() <= 100, "next permit within 100 ms: " + r.nextGrantMillis());
+    assertEquals(10_000_000L, r.refillPpm(), "no traffic: refills at the floor, 10 permits a second");
+  }
+
+  @Test
+  void firstAttemptsDepositTheRatioAndTheBalanceIsCapped() throws Exception {
+    count10s("deposit", 100_000); // 10,000 a second: refills 1,000 permits a second, holds 500
+    long far = redisNowMs() + 3_600_000; // "last updated" in the future: no floor refill (there is none anyway)
+    plantBalance("deposit", 0, far);
+    BudgetReply r = count10s("deposit", 50); // 50 first attempts at ratio 0.1: 5 permits
+    assertEquals(5, r.available());
+    assertEquals(0, r.nextGrantMillis());
+    int granted = 0;
+    while (budget("deposit", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce").status().equals(BudgetReply.GRANTED)) {
+      granted++;
+    }
+    assertEquals(5, granted, "exactly the deposits");
+    assertEquals(0, readBalance("deposit")[0], "whole permits withdrawn");
+    count10s("deposit", 7); // 0.7 of a permit: none yet
+    assertEquals(BudgetReply.DENIED, budget("deposit", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce").status());
+    assertEquals(700_000L, readBalance("deposit")[0], "fractions are kept, in micro-permits");
+    plantBalance("deposit", 1L << 52, redisNowMs());
+    BudgetReply capped = count10s("deposit", 0);
+    assertEquals(capped.refillPpm() / 2, readBalance("deposit")[0], "never above the cap");
+    assertEquals(500L, capped.available(), "half a second of deposits at 10,000 first attempts a second");
+  }
+
+  @Test
+  void aClockThatWentBackRefillsNothingAndDecidesOnTheBalance() throws Exception {
+    budget("clockback", "c1", 0, 0, 0, 0, 100_000, 10, 10, "enforce");
+    long now = redisNowMs();
+    plantBalance("clockback", 0, now + 60_000); // written by a master whose clock ran a minute ahead
+    BudgetReply r = budget("clockback", "c1", 0, 0, 1, 1, 100_000, 10, 10, "enforce");
+    assertEquals(BudgetReply.DENIED, r.status());
+    long[] after = readBalance("clockback");
+    assertTrue(after[1] < now + 60_000, "the time moves to Redis's own: " + after[1]);
+  }
+
+  @Test
+  void theBalanceExpiresWithTheWindowAndStatusReadsIt() throws Exception {
+    count10s("pttl", 1_000);
+    BudgetKeys k = new BudgetKeys("pttl");
+    long ttl = (Long) redis.server().call("PTTL", k.pace());
+    assertTrue(ttl > 0 && ttl <= 20_000, "two windows: " + ttl);
+    budget("pttl", "c1", 0, 0, 1, 3, 100_000, 10, 0, "enforce");
+    List<Object> s = status("pttl");
+    assertEquals(16, s.size());
+    assertEquals(2L, s.get(12), "5 permits, 3 leased");
+    assertEquals(0L, s.get(13));
+    // a caller of an older SDK passes two keys: still answered, the balance taken as full
+    List<Object> old = store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, "100000", "10", "10", "enforce")
+        .get(5, TimeUnit.SECONDS);
+    assertEquals(16, old.size());
+    assertEquals(5L, old.get(12));
+  }
+
+  @Test
+  void maxCallsPerSecondIsStoredWithTheConfiguration() throws Exception {
+    BudgetScripts scripts = new BudgetScripts(store);
+    io.retrybudget.budget.BudgetConfig seed = io.retrybudget.budget.BudgetConfig.builder("calls").maxCallsPerSecond(500).build();
+    BudgetReply first = scripts.budget(new BudgetCall("calls", 1, 0, 0, 0, seed)).get(5, TimeUnit.SECONDS);
+    assertEquals(500, first.maxCallsPerSecond(), "a new budget's seed stores it");
+    assertEquals("500", redis.server().call("HGET", new BudgetKeys("calls").config(), "max_calls_per_s"));
+    io.retrybudget.budget.BudgetConfig other = seed.toBuilder().maxCallsPerSecond(9_000).build();
+    assertEquals(500, scripts.budget(new BudgetCall("calls", 1, 0, 0, 0, other)).get(5, TimeUnit.SECONDS).maxCallsPerSecond());
+    BudgetSettings set = scripts.configure("calls", new ConfigChange(null, null, null, null, 3_000), seed).get(5, TimeUnit.SECONDS);
+    assertEquals(3_000, set.maxCallsPerSecond());
+    assertEquals(3_000, scripts.budget(new BudgetCall("calls", 1, 0, 0, 0, seed)).get(5, TimeUnit.SECONDS).maxCallsPerSecond(),
+        "a change is in the next reply of every client");
+    assertEquals(3_000, scripts.configure("calls", new ConfigChange(200_000L, null, null, null), seed)
+        .get(5, TimeUnit.SECONDS).maxCallsPerSecond(), "kept when left out");
+    assertEquals(3_000, scripts.status("calls", seed).get(5, TimeUnit.SECONDS).settings().maxCallsPerSecond());
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> scripts.configure("calls", new ConfigChange(null, null, null, null, 0), seed).get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid max_calls_per_s"), e.getCause().getMessage());
+    // a configuration stored before the field existed reads as the default; a seed does not add it
+    BudgetKeys legacy = new BudgetKeys("legacy");
+    redis.server().call("HSET", legacy.config(), "ratio_ppm", "100000", "window_s", "10", "min_rps", "10", "mode", "enforce");
+    assertEquals(2_000, scripts.budget(new BudgetCall("legacy", 1, 0, 0, 0, seed)).get(5, TimeUnit.SECONDS).maxCallsPerSecond());
+    assertEquals(null, redis.server().call("HGET", legacy.config(), "max_calls_per_s"));
+    ExecutionException badSeed = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET,
+        new String[] {legacy.config(), legacy.window(), legacy.clients(), legacy.index(), legacy.pace()},
+        "c", "9", "0", "0", "0", "0", "100000", "10", "10", "enforce", "0").get(5, TimeUnit.SECONDS));
+    assertTrue(badSeed.getCause().getMessage().contains("invalid seed max_calls_per_s"), badSeed.getCause().getMessage());
+  }
+
+  @Test
+  void aCallerWithoutThePaceKeyIsRefused() {
+    BudgetKeys k = new BudgetKeys("fourkeys");
+    ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET,
+        new String[] {k.config(), k.window(), k.clients(), k.index()},
+        "c", "1", "5", "0", "0", "0", "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid keys"), e.getCause().getMessage());
+    assertEquals(0L, redis.server().call("DBSIZE"));
+  }
+
+  /** The text between {@code -- pace: begin} and {@code -- pace: end} of a script. */
+  private static String paceText(LuaScript script) {
+    String body = script.body();
+    int begin = body.indexOf("-- pace: begin");
+    int end = body.indexOf("-- pace: end");
+    assertTrue(begin >= 0 && end > begin, script + " has a pace section");
+    return body.substring(begin, end);
+  }
+
+  /**
+   * Parity of the rule itself: budget.lua's pace functions run inside Redis on random inputs (edges
+   * included) answer what PaceArithmetic answers, and status.lua holds the same text.
+   */
+  @Test
+  void thePacedRuleInLuaIsThePacedRuleInJava() throws Exception {
+    assertEquals(paceText(LuaScript.BUDGET), paceText(LuaScript.STATUS), "status.lua holds budget.lua's pace text");
+    String harness = paceText(LuaScript.BUDGET) + """
+        local out = {}
+        for i = 0, tonumber(ARGV[1]) - 1 do
+          local o = 1 + i * 8
+          local requests, window_s, ratio, min_rps = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
+          local balance, at, now, add = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 6]), tonumber(ARGV[o + 7]), tonumber(ARGV[o + 8])
+          local refill = pace_rate(requests, window_s, ratio, min_rps)
+          local cap = pace_cap(refill)
+          local b = pace_refill(balance, at, now, add, ratio, min_rps, cap)
+          out[#out + 1] = pace_start(requests, window_s, ratio, min_rps, cap)
+          out[#out + 1] = refill
+          out[#out + 1] = cap
+          out[#out + 1] = b
+          out[#out + 1] = math.floor(b / PPM)
+          out[#out + 1] = pace_next_ms(b, refill)
+        end
+        return out
+        """;
+    long seed = System.nanoTime();
+    java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+    int cases = 0;
+    for (int batch = 0; batch < 20; batch++) {
+      int n = 200;
+      List<String> args = new java.util.ArrayList<>();
+      args.add(Integer.toString(n));
+      long[][] inputs = new long[n][];
+      for (int i = 0; i < n; i++) {
+        long window = pick(random, 1, 3600, 1, 10, 3600);
+        long ratio = pick(random, 1, 1_000_000, 1, 100_000, 1_000_000);
+        long minRps = pick(random, 0, 1_000_000, 0, 10, 1_000_000);
+        long requests = pick(random, 0, 1L << 53, 0, window - 1, 1_000_000_000L * window, 1L << 53);
+        long cap = io.retrybudget.budget.internal.PaceArithmetic.cap(
+            io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, window, ratio, minRps * 1_000_000));
+        long balance = pick(random, 0, 1L << 53, 0, 999_999, cap, cap + 1, 1L << 53);
+        long now = 1_700_000_000_000L + random.nextLong(1_000_000_000L);
+        long at = now - pick(random, -100_000, 20_000_000, 0, 8_999_999, 9_000_000, -1);
+        long add = pick(random, 0, 1L << 53, 0, 8_999_999_999L, 9_000_000_000L, 1L << 53);
+        inputs[i] = new long[] {requests, window, ratio, minRps, balance, at, now, add};
+        for (long v : inputs[i]) {
+          args.add(Long.toString(v));
+        }
+      }
+      @SuppressWarnings("unchecked")
+      List<Object> out = (List<Object>) redis.server().call(java.util.stream.Stream.concat(
+          java.util.stream.Stream.of("EVAL", harness, "0"), args.stream()).toArray(String[]::new));
+      for (int i = 0; i < n; i++) {
+        long[] in = inputs[i];
+        long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(in[0], in[1], in[2], in[3] * 1_000_000);
+        long cap = io.retrybudget.budget.internal.PaceArithmetic.cap(refill);
+        long b = io.retrybudget.budget.internal.PaceArithmetic.refill(in[4], in[5], in[6], in[7], in[2], in[3] * 1_000_000, cap);
+        String what = "seed " + seed + ", inputs " + java.util.Arrays.toString(in);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.start(in[0], in[1], in[2], in[3] * 1_000_000, cap),
+            (Long) out.get(6 * i), "start, " + what);
+        assertEquals(refill, (Long) out.get(6 * i + 1), "refill rate, " + what);
+        assertEquals(cap, (Long) out.get(6 * i + 2), "cap, " + what);
+        assertEquals(b, (Long) out.get(6 * i + 3), "balance, " + what);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.available(b), (Long) out.get(6 * i + 4), "available, " + what);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.nextMillis(b, refill), (Long) out.get(6 * i + 5), "next, " + what);
+        cases++;
+      }
+    }
+    assertEquals(4_000, cases);
+  }
+
+  /** A random value in [lo, hi], or one of the edges, a third of the time. */
+  private static long pick(java.util.SplittableRandom random, long lo, long hi, long... edges) {
+    if (random.nextInt(3) == 0) {
+      return Math.max(lo, Math.min(hi, edges[random.nextInt(edges.length)]));
+    }
+    return lo + (long) (random.nextDouble() * (hi - lo));
+  }
+
+  /**
+   * Parity of whole calls: random sequences of counts, permit requests and leases through budget.lua
+   * decide exactly as the Java model of the same call (window counts + PacedBalance). No floor and a
+   * window of an hour, so that the few ms between calls change nothing.
+   */
+  @Test
+  void budgetCallsDecideAsTheJavaModel() throws Exception {
+    long seed = System.nanoTime();
+    java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+    for (int sequence = 0; sequence < 12; sequence++) {
+      String name = "parity-" + sequence;
+      long ratio = pick(random, 1, 1_000_000, 1, 100_000, 1_000_000);
+      String mode = random.nextInt(4) == 0 ? "shadow" : "enforce";
+      io.retrybudget.budget.internal.PacedBalance model = new io.retrybudget.budget.internal.PacedBalance();
+      long requests = 0;
+      long retries = 0;
+      long denied = 0;
+      for (int step = 0; step < 25; step++) {
+        long add = random.nextInt(3) == 0 ? 0 : random.nextLong(1, 50_000);
+        long need = random.nextInt(3) == 0 ? 0 : random.nextLong(1, 6);
+        long want = need + (random.nextBoolean() ? 0 : random.nextLong(0, 20));
+        BudgetReply r = budget(name, "c1", add, 0, (int) need, (int) want, ratio, 3600, 0, mode);
+        requests += add;
+        long available = model.update(0, add, requests, 3600, ratio, 0);
+        String expected;
+        long granted = 0;
+        if (need == 0) {
+          expected = BudgetReply.COUNTED;
+        } else if (available >= need) {
+          expected = BudgetReply.GRANTED;
+          granted = Math.min(want, available);
+          model.take(granted);
+        } else if (mode.equals("shadow")) {
+          expected = BudgetReply.SHADOW;
+          granted = need;
+          denied += need;
+        } else {
+          expected = BudgetReply.DENIED;
+          denied += need;
+        }
+        retries += granted;
+        String what = "seed " + seed + ", sequence " + sequence + ", step " + step;
+        assertEquals(expected, r.status(), what);
+        assertEquals(granted, r.granted(), what);
+        assertEquals(requests, r.requests(), what);
+        assertEquals(retries, r.retries(), what);
+        assertEquals(denied, r.denied(), what);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.available(model.balance()), r.available(), what);
+        assertEquals(model.nextMillis(), r.nextGrantMillis(), what);
+        assertEquals(model.refillRate(), r.refillPpm(), what);
+      }
+    }
   }
 }

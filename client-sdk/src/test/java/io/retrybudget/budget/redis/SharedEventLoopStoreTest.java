@@ -26,7 +26,7 @@ class SharedEventLoopStoreTest {
       CompletableFuture<Boolean> onLoop = new CompletableFuture<>();
       try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build(), loop)) {
         // written from the loop itself, as a request handler would: no hop, and the reply comes back there
-        loop.execute(() -> store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index()},
+        loop.execute(() -> store.run(LuaScript.BUDGET, new String[] {k.config(), k.window(), k.clients(), k.index(), k.pace()},
                 "", "1", "5", "0", "0", "0", "100000", "10", "10", "enforce")
             .whenComplete((reply, error) -> {
               if (error != null) {

@@ -1,0 +1,183 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.BudgetScripts;
+import io.retrybudget.budget.redis.ConfigChange;
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.WindowRing;
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The client's Redis cost at large fleet sizes, on a fake clock against a real Redis: the fleet
+ * size is planted in the window ring (the clients counted in the current bucket), as 10,000 clients
+ * would have left it. Each test drives one budget client; the fleet's cost is its cost times N.
+ */
+class BoundedCostTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  private final AtomicLong now = new AtomicLong(1_000_000);
+  private final AtomicReference<Double> random = new AtomicReference<>(0.5);
+  private RedisBudgetClient client;
+
+  @BeforeEach
+  void start() {
+    redis.flushAll();
+    client = RedisBudgetClient.builder(redis.connectionOptions().build())
+        .callTimeout(Duration.ofSeconds(1)) // correctness here; timeouts are BudgetFaultTest's
+        .millisClock(now::get).random(random::get).build();
+  }
+
+  @AfterEach
+  void stop() {
+    client.close();
+  }
+
+  /** A budget whose hello has reached Redis, with the fleet planted at {@code clients} and learned. */
+  private RedisRetryBudget budgetOfAFleet(BudgetConfig config, long clients) {
+    RedisRetryBudget b = (RedisRetryBudget) client.budget(config);
+    BudgetKeys keys = new BudgetKeys(config.name());
+    Eventually.await("the hello reached Redis", Duration.ofSeconds(5),
+        () -> (Long) redis.server().call("EXISTS", keys.window()) == 1 && b.learned().activeClients() == 1);
+    WindowRing ring = new WindowRing(redis.server(), keys);
+    long[][] slots = ring.slots();
+    for (int i = 0; i < WindowRing.SLOTS; i++) {
+      if (slots[i][WindowRing.T] != 0) {
+        long[] s = slots[i];
+        ring.plant(i, s[WindowRing.T], s[WindowRing.Q], s[WindowRing.G], s[WindowRing.D], clients, s[WindowRing.L]);
+      }
+    }
+    b.recordFirstAttempt();
+    now.addAndGet(1_000);
+    b.flush(false).join();
+    assertEquals(clients, b.learned().activeClients(), "the fleet size Redis reports");
+    return b;
+  }
+
+  private static long scriptCalls() {
+    return redis.commandCalls("evalsha") + redis.commandCalls("eval");
+  }
+
+  /** Ticks the timer every 500 ms of fake time for {@code millis}, with traffic; returns the script calls made. */
+  private long run(RedisRetryBudget b, long millis) {
+    long before = scriptCalls();
+    for (long t = 0; t < millis; t += 500) {
+      for (int i = 0; i < 10; i++) {
+        b.recordFirstAttempt();
+      }
+      now.addAndGet(500);
+      b.flush(false).join();
+    }
+    return scriptCalls() - before;
+  }
+
+  @Test
+  void flushesStretchSoThatTheFleetsCallsStayUnderTheCeiling() throws Exception {
+    // a 60 s window: the planted bucket stays in it for the whole (real-time) test
+    RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("stretch").windowSeconds(60).build(), 10_000);
+    // 10,000 clients, 2,000 calls a second: one flush every 5.6 s each (90 % of the ceiling)
+    assertEquals(5_556, RedisRetryBudget.flushIntervalMillis(500, 10_000, 10_000, 2_000));
+    assertEquals(500, RedisRetryBudget.flushIntervalMillis(500, 10_000, 900, 2_000), "small fleets: every tick");
+    assertEquals(10_000, RedisRetryBudget.flushIntervalMillis(500, 10_000, 1_000_000, 2_000), "at most maxFlushInterval");
+    long calls = run(b, 60_000);
+    double fleetPerSecond = calls * 10_000 / 60.0;
+    System.out.println("10,000 clients: " + calls + " flushes in 60 s from one client, the fleet's " + fleetPerSecond + "/s");
+    assertTrue(calls >= 10 && calls <= 12, calls + " flushes in 60 s: every 5.5 s (a random first phase)");
+    assertTrue(fleetPerSecond <= 2_000, "fleet " + fleetPerSecond + "/s");
+    assertFalse(b.isDegraded(), "rarer calls are no failure");
+
+    // the ceiling is a budget setting: a change reaches the client with its next flush
+    try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
+      new BudgetScripts(store).configure("stretch", new ConfigChange(null, null, null, null, 20_000),
+          BudgetConfig.builder("stretch").build()).get(5, TimeUnit.SECONDS);
+    }
+    long reachedAfter = 0;
+    while (b.learned().maxCallsPerSecond() != 20_000 && reachedAfter < 20_000) {
+      reachedAfter += 500;
+      run(b, 500);
+    }
+    assertEquals(20_000, b.learned().maxCallsPerSecond());
+    assertTrue(reachedAfter <= 5_556 * 5 / 4 + 500, "the change arrived after " + reachedAfter + " ms");
+    long fast = run(b, 10_000);
+    assertTrue(fast >= 19, fast + " flushes in 10 s: 10,000 clients at 20,000 calls a second flush every tick again");
+  }
+
+  @Test
+  void aSmallFleetFlushesEveryTickAsBefore() {
+    RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("small").windowSeconds(60).build(), 20);
+    long calls = run(b, 10_000);
+    assertTrue(calls >= 19 && calls <= 21, calls + " flushes in 10 s at 500 ms");
+  }
+
+  @Test
+  void permitRequestsAreSampledAndLeasedAtTenThousandClients() {
+    // a floor of 3,000 a second: the budget refills a little more than 3,000 permits a second (the
+    // first attempts add a trickle), so each of the fleet's permit calls (at most 1,000 a second)
+    // carries ceil(2 * 3,000.001 / 2,000) = 4
+    RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("lease").windowSeconds(60).minRetriesPerSecond(3_000).build(), 10_000);
+    long lease = RedisRetryBudget.leaseSize(b.learned());
+    assertEquals(4, lease);
+    random.set(0.0); // this ask is sampled in
+    long before = scriptCalls();
+    assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    assertEquals(before + 1, scriptCalls(), "one permit call");
+    for (int i = 1; i < lease; i++) {
+      assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    }
+    assertEquals(before + 1, scriptCalls(), "the rest of the lease, without asking Redis");
+    // the lease is spent; with these first attempts the client's share of the permit calls is a
+    // fraction of its asks: a draw above it refuses locally, counted as denied
+    for (int i = 0; i < 100; i++) {
+      b.recordFirstAttempt();
+    }
+    random.set(0.999);
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
+    assertEquals(before + 1, scriptCalls(), "not this client's turn: no call");
+    random.set(0.0);
+    assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    assertEquals(before + 2, scriptCalls());
+    // leased permits are kept for this client's spacing of permit calls (2 N / C = 10 s), at most a
+    // bucket (6 s): then dropped
+    now.addAndGet(6_001);
+    random.set(0.999);
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking(), "the rest of the lease expired");
+    now.addAndGet(10_000);
+    b.flush(false).join();
+    assertEquals(2, new WindowRing(redis.server(), new BudgetKeys("lease")).sum(WindowRing.D), "local refusals reach Redis");
+    assertEquals(2 * lease, new WindowRing(redis.server(), new BudgetKeys("lease")).sum(WindowRing.G),
+        "two leases, counted when granted");
+  }
+
+  @Test
+  void aRefusalIsReusedUntilTheBudgetCanGrantAgain() {
+    // 100 first attempts over 10 s at ratio 0.1 and no floor: 1 permit a second, never more than 1 saved
+    RedisRetryBudget b = (RedisRetryBudget) client.budget(BudgetConfig.builder("deny").minRetriesPerSecond(0).build());
+    Eventually.await("the hello reached Redis", Duration.ofSeconds(5), () -> b.learned().activeClients() == 1);
+    for (int i = 0; i < 100; i++) {
+      b.recordFirstAttempt();
+    }
+    now.addAndGet(1_000);
+    b.flush(false).join();
+    assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    long before = scriptCalls();
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "Redis says: the next permit in 1,000 ms");
+    now.addAndGet(999);
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
+    assertEquals(before + 1, scriptCalls(), "refused locally until then, not for 100 ms only");
+    now.addAndGet(2);
+    b.acquireBlocking();
+    assertEquals(before + 2, scriptCalls(), "then Redis is asked again");
+  }
+}
