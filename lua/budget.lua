@@ -30,14 +30,25 @@ if pace_key == nil then return redis.error_reply('ERR invalid keys: 5 expected')
 -- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
 local PPM = 1000000
 local MAX_RATE = 1000000000
--- the rate the balance refills at, micro-permits a second: the window's first attempts times the
--- ratio over the window's length, rounded down, plus the floor (split so that every product stays
--- exact; first attempts above 10^9 a second count as 10^9)
-local function pace_rate(requests, window_s, ratio_ppm, min_rps)
-  if requests >= MAX_RATE * window_s then return MAX_RATE * ratio_ppm + min_rps * PPM end
-  local whole = math.floor(requests / window_s)
-  local rest = requests - whole * window_s
-  return whole * ratio_ppm + math.floor(rest * ratio_ppm / window_s) + min_rps * PPM
+-- the time the window's first attempts span (ms): the whole window once it has had first attempts
+-- for that long (the leaving bucket holds some, or `oldest`, the oldest bucket in it that does, is
+-- nil); a younger or newly busy budget's since the start of that bucket, at least one bucket
+local function pace_span(oldest, cur, now, bucket_ms, window_ms)
+  if oldest == nil or oldest <= cur - 10 then return window_ms end
+  local span = now - oldest * bucket_ms
+  if span < bucket_ms then span = bucket_ms end
+  if span > window_ms then span = window_ms end
+  return span
+end
+-- the rate the balance refills at, micro-permits a second: the window's first attempts a second
+-- (over the time they span) times the ratio, rounded down, plus the floor; split so that every
+-- product stays exact; first attempts above 10^9 a second count as 10^9
+local function pace_rate(requests, span_ms, ratio_ppm, min_rps)
+  if requests * 1000 >= MAX_RATE * span_ms then return MAX_RATE * ratio_ppm + min_rps * PPM end
+  local reqk = requests * 1000
+  local whole = math.floor(reqk / span_ms)
+  local rest = reqk - whole * span_ms
+  return whole * ratio_ppm + math.floor(rest * ratio_ppm / span_ms) + min_rps * PPM
 end
 -- the balance's cap: half a second of that rate, at least one whole permit unless the rate is zero
 local function pace_cap(refill)
@@ -183,6 +194,7 @@ if raw and #raw == 8 + RING * SLOT_BYTES then w = { struct.unpack(RING_FMT, raw)
 local fresh = w == nil or w[1] ~= bucket_ms
 
 local requests, retries, denied, active = 0, 0, 0, 0
+local oldest = nil -- the oldest bucket in the window with first attempts (pace_span)
 local cq, cg, cd, ca, cl = 0, 0, 0, 0, 0
 local live = false -- the current bucket already holds data (so the keys' TTLs were set in it)
 if not fresh then
@@ -194,6 +206,7 @@ if not fresh then
     end
     if stamp > cur - BUCKETS and stamp <= cur then
       local q, g, d, a = w[b + 1], w[b + 2], w[b + 3], w[b + 4]
+      if q > 0 and (oldest == nil or stamp < oldest) then oldest = stamp end
       requests = requests + q
       retries = retries + g
       denied = denied + d
@@ -207,6 +220,7 @@ if not fresh then
       -- grants in full while its last grant is less than one window old (the safe side)
       requests = requests + math.floor(w[b + 1] * inside_ms / bucket_ms)
       denied = denied + math.floor(w[b + 3] * inside_ms / bucket_ms)
+      if w[b + 1] > 0 then oldest = stamp end
       if w[b + 5] > now_ms - window_ms then
         retries = retries + w[b + 2]
       end
@@ -251,7 +265,7 @@ if client_id ~= '' then
   if seq <= last_seq then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
-    local refill_now = pace_rate(requests, window_s, ratio_ppm, min_rps)
+    local refill_now = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_ms), ratio_ppm, min_rps)
     local cap_now = pace_cap(refill_now)
     local bal_now = pace_start(requests, window_s, ratio_ppm, min_rps, cap_now)
     if balance then bal_now = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap_now) end
@@ -292,7 +306,8 @@ local allowance = math.floor(requests / 1000000) * ratio_ppm
     + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
 -- The decision is the paced balance's: the window's counts give its cap (the recent rate) and are
 -- what status shows. A budget without a balance yet starts with what its window deposited.
-local refill = pace_rate(requests, window_s, ratio_ppm, min_rps)
+if add_requests > 0 and oldest == nil then oldest = cur end
+local refill = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_ms), ratio_ppm, min_rps)
 local cap = pace_cap(refill)
 if balance == nil then
   balance = pace_start(requests, window_s, ratio_ppm, min_rps, cap) -- this call's first attempts included

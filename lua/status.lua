@@ -12,14 +12,25 @@ local cfg_key, win_key, pace_key = KEYS[1], KEYS[2], KEYS[3]
 -- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
 local PPM = 1000000
 local MAX_RATE = 1000000000
--- the rate the balance refills at, micro-permits a second: the window's first attempts times the
--- ratio over the window's length, rounded down, plus the floor (split so that every product stays
--- exact; first attempts above 10^9 a second count as 10^9)
-local function pace_rate(requests, window_s, ratio_ppm, min_rps)
-  if requests >= MAX_RATE * window_s then return MAX_RATE * ratio_ppm + min_rps * PPM end
-  local whole = math.floor(requests / window_s)
-  local rest = requests - whole * window_s
-  return whole * ratio_ppm + math.floor(rest * ratio_ppm / window_s) + min_rps * PPM
+-- the time the window's first attempts span (ms): the whole window once it has had first attempts
+-- for that long (the leaving bucket holds some, or `oldest`, the oldest bucket in it that does, is
+-- nil); a younger or newly busy budget's since the start of that bucket, at least one bucket
+local function pace_span(oldest, cur, now, bucket_ms, window_ms)
+  if oldest == nil or oldest <= cur - 10 then return window_ms end
+  local span = now - oldest * bucket_ms
+  if span < bucket_ms then span = bucket_ms end
+  if span > window_ms then span = window_ms end
+  return span
+end
+-- the rate the balance refills at, micro-permits a second: the window's first attempts a second
+-- (over the time they span) times the ratio, rounded down, plus the floor; split so that every
+-- product stays exact; first attempts above 10^9 a second count as 10^9
+local function pace_rate(requests, span_ms, ratio_ppm, min_rps)
+  if requests * 1000 >= MAX_RATE * span_ms then return MAX_RATE * ratio_ppm + min_rps * PPM end
+  local reqk = requests * 1000
+  local whole = math.floor(reqk / span_ms)
+  local rest = reqk - whole * span_ms
+  return whole * ratio_ppm + math.floor(rest * ratio_ppm / span_ms) + min_rps * PPM
 end
 -- the balance's cap: half a second of that rate, at least one whole permit unless the rate is zero
 local function pace_cap(refill)
@@ -105,6 +116,7 @@ end
 local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
 
 local requests, retries, denied, active = 0, 0, 0, 0
+local oldest = nil -- the oldest bucket in the window with first attempts (pace_span)
 if w and w[1] == bucket_ms then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
@@ -113,6 +125,7 @@ if w and w[1] == bucket_ms then
       return broken(win_key, 'slot' .. i, 'holds a negative count')
     end
     if stamp > cur - BUCKETS and stamp <= cur then
+      if w[b + 1] > 0 and (oldest == nil or stamp < oldest) then oldest = stamp end
       requests = requests + w[b + 1]
       retries = retries + w[b + 2]
       denied = denied + w[b + 3]
@@ -120,6 +133,7 @@ if w and w[1] == bucket_ms then
     elseif stamp == cur - BUCKETS then
       requests = requests + math.floor(w[b + 1] * inside_ms / bucket_ms)
       denied = denied + math.floor(w[b + 3] * inside_ms / bucket_ms)
+      if w[b + 1] > 0 then oldest = stamp end
       if w[b + 5] > now_ms - window_s * 1000 then
         retries = retries + w[b + 2]
       end
@@ -135,7 +149,7 @@ if requests > 0 then retry_ratio = string.format('%.6f', retries / requests) end
 
 -- permits grantable now: the balance brought up to now (the floor's refill; no deposits), as the
 -- next budget.lua call would see it before its own counts
-local refill = pace_rate(requests, window_s, ratio_ppm, min_rps)
+local refill = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_s * 1000), ratio_ppm, min_rps)
 local cap = pace_cap(refill)
 if balance == nil then
   balance = pace_start(requests, window_s, ratio_ppm, min_rps, cap)

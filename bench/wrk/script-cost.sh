@@ -14,7 +14,8 @@ trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null || true' EXIT
 R="redis-cli -p $PORT"
 for _ in $(seq 50); do $R ping >/dev/null 2>&1 && break; sleep 0.1; done
 B=$($R script load "$(cat "$LUA_DIR/budget.lua")"); S=$($R script load "$(cat "$LUA_DIR/status.lua")")
-CFG="${PREFIX}{cost}:cfg"; WIN="${PREFIX}{cost}:win"; CLI="${PREFIX}{cost}:clients"
+CFG="${PREFIX}{cost}:cfg"; WIN="${PREFIX}{cost}:win"; CLI="${PREFIX}{cost}:clients"; IDX="${PREFIX}index"
+PACE="${PREFIX}{cost}:pace" # budget.lua since issue 17 (an older budget.lua ignores a fifth key)
 echo "# script cost $(date -u +%FT%TZ); $(redis-server --version | cut -d' ' -f3); scripts from $LUA_DIR; redis-benchmark -n $N -c $CONNS"
 run() {
   $R config resetstat >/dev/null
@@ -22,6 +23,6 @@ run() {
   $R info commandstats | grep -o 'cmdstat_evalsha:calls=[0-9]*,usec=[0-9]*,usec_per_call=[0-9.]*'
 }
 echo "budget.lua (count 1 first attempt, ask 1 permit; window 10 s, floor 1,000,000/s so every call is granted):"
-run EVALSHA "$B" 3 "$CFG" "$WIN" "$CLI" '' 1 1 0 1 1 100000 10 1000000 enforce
+run EVALSHA "$B" 5 "$CFG" "$WIN" "$CLI" "$IDX" "$PACE" '' 1 1 0 1 1 100000 10 1000000 enforce
 echo "status.lua:"
-run EVALSHA "$S" 2 "$CFG" "$WIN" 100000 10 10 enforce
+run EVALSHA "$S" 3 "$CFG" "$WIN" "$PACE" 100000 10 10 enforce

@@ -55,8 +55,8 @@ public final class LocalRetryBudget implements RetryBudget {
   @Override
   public synchronized BudgetDecision acquireBlocking() {
     long now = millisClock.getAsLong();
-    long available = balance.update(now, undeposited, window.requests(now), config.windowSeconds(), config.ratioPpm(),
-        config.minRetriesPerSecond() * PaceArithmetic.PPM);
+    long available = balance.update(now, undeposited, window.requests(now), window.spanMillis(now), config.windowSeconds(),
+        config.ratioPpm(), config.minRetriesPerSecond() * PaceArithmetic.PPM);
     undeposited = 0;
     if (available >= 1) {
       balance.take(1);
@@ -79,8 +79,8 @@ public final class LocalRetryBudget implements RetryBudget {
   /** Permits that could be granted now. */
   public synchronized long available() {
     long now = millisClock.getAsLong();
-    long available = balance.update(now, undeposited, window.requests(now), config.windowSeconds(), config.ratioPpm(),
-        config.minRetriesPerSecond() * PaceArithmetic.PPM);
+    long available = balance.update(now, undeposited, window.requests(now), window.spanMillis(now), config.windowSeconds(),
+        config.ratioPpm(), config.minRetriesPerSecond() * PaceArithmetic.PPM);
     undeposited = 0;
     return available;
   }

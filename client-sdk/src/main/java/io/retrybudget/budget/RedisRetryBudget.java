@@ -553,7 +553,8 @@ final class RedisRetryBudget implements RetryBudget {
       long seen = ownRequestsEver + pendingRequests.sum();
       long add = Math.max(0, seen - ownDeposited);
       ownDeposited = Math.max(ownDeposited, seen);
-      long available = ownBalance.update(now, add, requests, ownCounts.windowMillis() / 1000, config.ratioPpm(), floorPpm);
+      long available = ownBalance.update(now, add, requests, ownCounts.spanMillis(now), ownCounts.windowMillis() / 1000,
+          config.ratioPpm(), floorPpm);
       if (available >= 1) {
         ownBalance.take(1);
         ownCounts.add(now, 0, 1, 0);

@@ -162,8 +162,10 @@ class BoundedCostTest {
 
   @Test
   void aRefusalIsReusedUntilTheBudgetCanGrantAgain() {
-    // 100 first attempts over 10 s at ratio 0.1 and no floor: 1 permit a second, never more than 1 saved
-    RedisRetryBudget b = (RedisRetryBudget) client.budget(BudgetConfig.builder("deny").minRetriesPerSecond(0).build());
+    // 100 first attempts spanning 360 s (a new budget with a one-hour window) at ratio 0.1 and no
+    // floor: a permit every 36 s, never more than 1 saved
+    RedisRetryBudget b = (RedisRetryBudget) client.budget(
+        BudgetConfig.builder("deny").windowSeconds(3600).minRetriesPerSecond(0).build());
     Eventually.await("the hello reached Redis", Duration.ofSeconds(5), () -> b.learned().activeClients() == 1);
     for (int i = 0; i < 100; i++) {
       b.recordFirstAttempt();
@@ -172,7 +174,7 @@ class BoundedCostTest {
     b.flush(false).join();
     assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
     long before = scriptCalls();
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "Redis says: the next permit in 1,000 ms");
+    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "Redis says: the next permit in 36 s, so 1 s (the most)");
     now.addAndGet(999);
     assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
     assertEquals(before + 1, scriptCalls(), "refused locally until then, not for 100 ms only");

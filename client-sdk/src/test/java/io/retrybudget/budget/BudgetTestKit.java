@@ -73,18 +73,19 @@ abstract class BudgetTestKit {
 
   @Test
   void clientsShareOneFleetWideAllowance() throws Exception {
-    // no floor: the balance refills by first attempts only, so the few ms the test takes change nothing
-    BudgetConfig config = BudgetConfig.builder("kit-shared").ratio(0.1).minRetriesPerSecond(0).windowSeconds(10).build();
+    // no floor: the balance refills by first attempts only, so the few ms the test takes change nothing;
+    // a one-hour window: a new budget's first attempts span its first bucket, 360 s
+    BudgetConfig config = BudgetConfig.builder("kit-shared").ratio(0.1).minRetriesPerSecond(0).windowSeconds(3600).build();
     List<RetryBudget> fleet = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       fleet.add(client.budget(config));
     }
     for (RetryBudget b : fleet) {
-      for (int i = 0; i < 2_500; i++) {
+      for (int i = 0; i < 90_000; i++) {
         b.recordFirstAttempt();
       }
     }
-    Eventually.await("10,000 requests in Redis", Duration.ofSeconds(3), () -> requestsInRedis("kit-shared") == 10_000);
+    Eventually.await("360,000 requests in Redis", Duration.ofSeconds(3), () -> requestsInRedis("kit-shared") == 360_000);
     int granted = 0;
     for (int round = 0; round < 40; round++) {
       for (RetryBudget b : fleet) {
@@ -95,8 +96,8 @@ abstract class BudgetTestKit {
         }
       }
     }
-    // 10,000 first attempts in a 10 s window at ratio 0.1: 100 permits a second, half a second saved
-    // up, fleet-wide (not per client)
+    // 360,000 first attempts over 360 s at ratio 0.1: 100 permits a second, half a second saved up,
+    // fleet-wide (not per client)
     assertEquals(50, granted, "half a second of 10% of 1,000 first attempts a second, fleet-wide");
     long[] s = status("kit-shared");
     assertEquals(50, s[1]);

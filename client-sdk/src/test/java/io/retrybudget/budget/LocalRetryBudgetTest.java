@@ -16,20 +16,20 @@ class LocalRetryBudgetTest {
     for (int i = 0; i < 1_000; i++) {
       b.recordFirstAttempt();
     }
-    // 1,000 first attempts in the window: 100 a second, refilling 0.2 * 100 + 1 = 21 permits a second;
-    // the balance holds half a second of that (10.5), not the window's 210
+    // 1,000 first attempts in the budget's first second: 1,000 a second, refilling 0.2 * 1,000 + 1 =
+    // 201 permits a second; the balance holds half a second of that (100.5), not the window's 210
     int granted = 0;
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 150; i++) {
       if (b.acquireBlocking().granted()) {
         granted++;
       }
     }
-    assertEquals(10, granted);
+    assertEquals(100, granted);
     assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
     long[] counts = b.windowCounts();
     assertEquals(1_000, counts[0]);
-    assertEquals(10, counts[1]);
-    assertEquals(91, counts[2]);
+    assertEquals(100, counts[1]);
+    assertEquals(51, counts[2]);
   }
 
   @Test

@@ -25,9 +25,10 @@ class ClusterCoordinatorTest {
       for (int i = 0; i < 20; i++) {
         String name = "svc-" + i;
         assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/" + name,
-            "{\"ratio\": 0.5, \"min_retries_per_second\": 0}").status());
-        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 80}").status());
-        // 80 first attempts over 10 s at ratio 0.5: 4 permits a second, half a second of it saved up
+            "{\"ratio\": 0.5, \"window_seconds\": 3600, \"min_retries_per_second\": 0}").status());
+        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 2880}").status());
+        // 2,880 first attempts spanning a new budget's first bucket (360 s) at ratio 0.5: 4 permits a
+        // second, half a second of it saved up
         assertEquals(200, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 2}").status());
         assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 1}").status());
         mastersUsed.add(redis.clusterProcesses().masterFor(new BudgetKeys(name).config()).port());

@@ -46,18 +46,19 @@ class CoordinatorApiTest {
   @Test
   void configureCountAndAskForPermits() throws Exception {
     var put = api.write("configureBudget", "PUT", "/v1/budgets/payments-api",
-        "{\"ratio\": 0.2, \"window_seconds\": 60, \"min_retries_per_second\": 0}");
+        "{\"ratio\": 0.2, \"window_seconds\": 3600, \"min_retries_per_second\": 0}");
     assertEquals(200, put.status());
     assertEquals(0.2, put.json().getDouble("ratio"));
     assertEquals("enforce", put.json().getString("mode"), "fields left out keep their (default) values");
 
     assertEquals(2000, put.json().getInteger("max_calls_per_second"), "the default ceiling");
 
-    // 6,000 first attempts over a 60 s window: 100 a second at ratio 0.2 refill 20 permits a second;
-    // the paced balance holds half a second of that, 10 (the window's allowance, 1,200, is shown)
-    var counted = api.write("countRequests", "POST", "/v1/budgets/payments-api/requests", "{\"count\": 6000}");
+    // 36,000 first attempts in a new budget with a one-hour window span its first bucket, 360 s: 100
+    // a second at ratio 0.2 refill 20 permits a second; the paced balance holds half a second of that,
+    // 10 (the window's allowance, 7,200, is shown)
+    var counted = api.write("countRequests", "POST", "/v1/budgets/payments-api/requests", "{\"count\": 36000}");
     assertEquals(200, counted.status());
-    assertEquals(1200, counted.json().getLong("allowance"));
+    assertEquals(7200, counted.json().getLong("allowance"));
     assertEquals(10, counted.json().getLong("remaining"));
 
     var granted = api.write("acquireRetries", "POST", "/v1/budgets/payments-api/retries", "{\"count\": 7}");
@@ -73,10 +74,10 @@ class CoordinatorApiTest {
     assertEquals(200, lastThree.status(), "all or none: the refused 4 took nothing");
 
     JsonObject status = api.get("getBudget", "/v1/budgets/payments-api").json();
-    assertEquals(6000, status.getLong("requests"));
+    assertEquals(36000, status.getLong("requests"));
     assertEquals(10, status.getLong("retries"));
     assertEquals(4, status.getLong("denied"));
-    assertEquals(10.0 / 6000, status.getDouble("retry_ratio"), 1e-9);
+    assertEquals(10.0 / 36000, status.getDouble("retry_ratio"), 1e-9);
     assertEquals(0, status.getLong("remaining"));
     assertTrue(status.getBoolean("exhausted"));
     assertEquals(50, status.getLong("next_grant_ms"), "20 permits a second: the next in 50 ms");

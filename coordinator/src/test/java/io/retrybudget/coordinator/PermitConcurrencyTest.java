@@ -29,11 +29,12 @@ class PermitConcurrencyTest {
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
         ApiClient api = new ApiClient(c.port(), "t")) {
       api.write("configureBudget", "PUT", "/v1/budgets/concurrent",
-          "{\"ratio\": 0.1, \"window_seconds\": 600, \"min_retries_per_second\": 0}");
-      // 12,000,000 first attempts over 600 s: 20,000 a second at ratio 0.1 refill 2,000 permits a
-      // second, and the paced balance holds half a second of that: 1,000 (no floor: no time refill)
-      for (int i = 0; i < 12; i++) {
-        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/concurrent/requests", "{\"count\": 1000000}").status());
+          "{\"ratio\": 0.1, \"window_seconds\": 3600, \"min_retries_per_second\": 0}");
+      // 7,200,000 first attempts in a new budget with a one-hour window span its first bucket, 360 s:
+      // 20,000 a second at ratio 0.1 refill 2,000 permits a second, and the paced balance holds half a
+      // second of that: 1,000 (no floor: no time refill)
+      for (int i = 0; i < 8; i++) {
+        assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/concurrent/requests", "{\"count\": 900000}").status());
       }
 
       int clients = 50;
@@ -71,7 +72,7 @@ class PermitConcurrencyTest {
       JsonObject status = api.get("getBudget", "/v1/budgets/concurrent").json();
       assertEquals(1000, status.getLong("retries"));
       assertEquals(9000, status.getLong("denied"));
-      assertEquals(12_000_000, status.getLong("requests"));
+      assertEquals(7_200_000, status.getLong("requests"));
     }
   }
 }

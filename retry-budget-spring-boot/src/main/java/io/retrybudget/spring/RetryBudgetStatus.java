@@ -73,7 +73,7 @@ final class RetryBudgetStatus implements AutoCloseable {
     try {
       s = store();
       BudgetKeys k = new BudgetKeys(name);
-      List<Object> r = s.run(LuaScript.STATUS, new String[] {k.config(), k.window()},
+      List<Object> r = s.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()},
           Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
           Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName()).get(timeoutMillis, TimeUnit.MILLISECONDS);
       long requests = (Long) r.get(1);
@@ -87,8 +87,10 @@ final class RetryBudgetStatus implements AutoCloseable {
       out.put("retries", retries);
       out.put("denied", r.get(3));
       out.put("retry_ratio", Double.parseDouble(String.valueOf(r.get(10))));
-      out.put("remaining", Math.max(0, allowance - retries));
-      out.put("exhausted", retries >= allowance);
+      // admission is paced (lua/README.md): what could be granted now is the balance's whole permits
+      long available = (Long) r.get(12);
+      out.put("remaining", available);
+      out.put("exhausted", available < 1);
       out.put("active_clients", r.get(5));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

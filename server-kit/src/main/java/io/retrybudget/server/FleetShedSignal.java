@@ -12,7 +12,8 @@ import java.util.function.LongSupplier;
  * replica counts what it admits and sheds in one retry budget shared through Redis (the product's
  * own primitive, used through the SDK's public API): an admitted request is a "first attempt"
  * ({@link RetryBudget#recordFirstAttempt()}, no I/O), a shed one asks for a "permit". The budget
- * refuses permits once the fleet's sheds exceed {@code ratio * admitted + floor} over its window —
+ * refuses permits once the fleet's sheds outpace {@code ratio * admitted + floor} (the budget is
+ * paced: a rate, with half a second of it saved up; lua/README.md) —
  * that refusal is the service-wide signal. One replica shedding among healthy ones stays far below
  * the fleet's allowance, so it never tells clients to stop retrying.
  *

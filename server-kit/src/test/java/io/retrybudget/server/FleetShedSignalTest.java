@@ -58,7 +58,9 @@ class FleetShedSignalTest {
         a.onShed();
         return a.wholeServiceOverloaded();
       });
-      assertTrue(a.decisions() > 20 + 400, "more than ratio * served sheds were counted first: " + a.decisions());
+      // the budget is paced: 1,000 served over its 10 s window at ratio 0.5 allow 50 sheds a second,
+      // with half a second of them (25) saved up; a burst beyond that is the whole service overloaded
+      assertTrue(a.decisions() >= 25, "the saved-up sheds were counted first: " + a.decisions());
       assertEquals("-1", admission.shedAnswer().header("X-Retry-Pushback-Ms"));
     }
   }

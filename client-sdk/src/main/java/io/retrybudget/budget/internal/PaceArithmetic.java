@@ -23,20 +23,36 @@ public final class PaceArithmetic {
   private PaceArithmetic() {}
 
   /**
-   * The rate the balance refills at, micro-permits a second: {@code floor(requests * ratioPpm /
-   * windowSeconds)} (first attempts above {@link #MAX_RATE} a second count as that), plus the floor.
+   * The time (ms) the window's first attempts span: the whole window once it has had first attempts
+   * for that long ({@code oldestBucket}, the oldest bucket in it with first attempts, is the leaving
+   * one, or there is none: {@link Long#MIN_VALUE}); a younger or newly busy budget's since the start of
+   * that bucket, within [one bucket, the window].
+   */
+  public static long span(long oldestBucket, long currentBucket, long nowMillis, long bucketMillis, long windowMillis) {
+    if (oldestBucket == Long.MIN_VALUE || oldestBucket <= currentBucket - 10) {
+      return windowMillis;
+    }
+    long span = nowMillis - oldestBucket * bucketMillis;
+    return Math.max(bucketMillis, Math.min(windowMillis, span));
+  }
+
+  /**
+   * The rate the balance refills at, micro-permits a second: {@code floor(requests * 1000 * ratioPpm /
+   * spanMillis)} (first attempts above {@link #MAX_RATE} a second count as that), plus the floor.
    *
    * @param requests first attempts in the window
+   * @param spanMillis the time they span ({@link #span})
    * @param floorPpmPerSecond the floor in micro-permits per second ({@code minRetriesPerSecond * PPM}
    *     for the fleet; a fallback's share of it for one client)
    */
-  public static long refillRate(long requests, long windowSeconds, long ratioPpm, long floorPpmPerSecond) {
-    if (requests >= MAX_RATE * windowSeconds) {
+  public static long refillRate(long requests, long spanMillis, long ratioPpm, long floorPpmPerSecond) {
+    if (requests >= MAX_RATE * spanMillis / 1000 + 1 || requests * 1000 >= MAX_RATE * spanMillis) {
       return MAX_RATE * ratioPpm + floorPpmPerSecond;
     }
-    long whole = requests / windowSeconds;
-    long rest = requests - whole * windowSeconds;
-    return whole * ratioPpm + rest * ratioPpm / windowSeconds + floorPpmPerSecond;
+    long reqk = requests * 1000;
+    long whole = reqk / spanMillis;
+    long rest = reqk - whole * spanMillis;
+    return whole * ratioPpm + rest * ratioPpm / spanMillis + floorPpmPerSecond;
   }
 
   /** The balance's cap for a refill rate: half a second of it, at least one whole permit unless zero. */

@@ -14,11 +14,13 @@ public final class PacedBalance {
 
   /**
    * Brings the balance to {@code nowMillis} with {@code add} first attempts' deposits, under the cap
-   * that {@code requests} first attempts in the window give (these include {@code add}); returns the
-   * whole permits available.
+   * that {@code requests} first attempts in the window give (these include {@code add}) over the
+   * {@code spanMillis} they span ({@link SlidingWindowCounts#spanMillis}); returns the whole permits
+   * available.
    */
-  public long update(long nowMillis, long add, long requests, long windowSeconds, long ratioPpm, long floorPpmPerSecond) {
-    refillRate = PaceArithmetic.refillRate(requests, windowSeconds, ratioPpm, floorPpmPerSecond);
+  public long update(long nowMillis, long add, long requests, long spanMillis, long windowSeconds, long ratioPpm,
+      long floorPpmPerSecond) {
+    refillRate = PaceArithmetic.refillRate(requests, spanMillis, ratioPpm, floorPpmPerSecond);
     cap = PaceArithmetic.cap(refillRate);
     if (balance < 0) {
       balance = PaceArithmetic.start(requests, windowSeconds, ratioPpm, floorPpmPerSecond, cap);

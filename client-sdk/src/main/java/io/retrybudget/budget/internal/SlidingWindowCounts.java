@@ -69,6 +69,21 @@ public final class SlidingWindowCounts {
     return total;
   }
 
+  /**
+   * The time the window's first attempts span, as lua/budget.lua reckons it ({@link
+   * PaceArithmetic#span}): the whole window once it has had first attempts for that long.
+   */
+  public long spanMillis(long nowMillis) {
+    long cur = Math.floorDiv(nowMillis, bucketMillis);
+    long oldest = Long.MIN_VALUE;
+    for (int i = 0; i < RING; i++) {
+      if (requests[i] > 0 && stamp[i] >= cur - BUCKETS && stamp[i] <= cur && (oldest == Long.MIN_VALUE || stamp[i] < oldest)) {
+        oldest = stamp[i];
+      }
+    }
+    return PaceArithmetic.span(oldest, cur, nowMillis, bucketMillis, windowMillis());
+  }
+
   public long denied(long nowMillis) {
     return sum(denied, nowMillis);
   }

@@ -35,7 +35,8 @@ class PacedAdmissionTest {
       long requests = window.requests(now);
       boolean granted;
       if (paced) {
-        long available = balance.update(now, add, requests, WINDOW_S, RATIO_PPM, FLOOR * PaceArithmetic.PPM);
+        long available = balance.update(now, add, requests, window.spanMillis(now), WINDOW_S, RATIO_PPM,
+            FLOOR * PaceArithmetic.PPM);
         granted = need > 0 && available >= need;
         if (granted) {
           balance.take(need);
@@ -59,15 +60,19 @@ class PacedAdmissionTest {
    * the client's unflushed counts. Returns per outage second {first attempts, retries granted}.
    */
   private static long[][] run(boolean paced) {
+    return run(paced, HEALTHY_S);
+  }
+
+  private static long[][] run(boolean paced, int healthySeconds) {
     Budget budget = new Budget(paced);
     long[] pending = new long[CLIENTS];
     long[][] perSecond = new long[OUTAGE_S][2];
     long start = 1_000_000_000L;
-    long end = (HEALTHY_S + OUTAGE_S) * 1000L;
+    long end = (healthySeconds + OUTAGE_S) * 1000L;
     for (long t = 0; t < end; t++) {
       long now = start + t;
-      boolean outage = t >= HEALTHY_S * 1000L;
-      int second = (int) (t / 1000) - HEALTHY_S;
+      boolean outage = t >= healthySeconds * 1000L;
+      int second = (int) (t / 1000) - healthySeconds;
       for (int c = 0; c < CLIENTS; c++) {
         if ((t + c / 2) % (1000 / PER_CLIENT_RATE) == 0) {
           pending[c]++;
@@ -108,6 +113,17 @@ class PacedAdmissionTest {
   }
 
   @Test
+  void aBudgetBornIntoTheOutageHoldsTheRatioToo() {
+    // 2 s of healthy traffic, less than a window: the rate is over the time the first attempts span
+    long[][] seconds = run(true, 2);
+    System.out.println("paced, young: per-second ratios " + describe(seconds));
+    for (int s = 0; s < OUTAGE_S; s++) {
+      double ratio = (double) seconds[s][1] / seconds[s][0];
+      assertTrue(ratio >= 0.03 && ratio <= 0.25, "outage second " + s + ": " + ratio);
+    }
+  }
+
+  @Test
   void theWindowOnlyRuleItReplacedSpendsAWindowInBursts() {
     long[][] seconds = run(false);
     double max = 0;
@@ -134,14 +150,18 @@ class PacedAdmissionTest {
 
   @Test
   void arithmeticEdges() {
-    assertEquals(0, PaceArithmetic.cap(PaceArithmetic.refillRate(0, 10, 100_000, 0)), "no traffic, no floor: nothing, ever");
-    assertEquals(PaceArithmetic.PPM, PaceArithmetic.cap(PaceArithmetic.refillRate(10, 10, 100_000, 0)),
+    assertEquals(0, PaceArithmetic.cap(PaceArithmetic.refillRate(0, 10_000, 100_000, 0)), "no traffic, no floor: nothing, ever");
+    assertEquals(PaceArithmetic.PPM, PaceArithmetic.cap(PaceArithmetic.refillRate(10, 10_000, 100_000, 0)),
         "a tenth of a permit a second holds one permit");
-    assertEquals(100 * PaceArithmetic.PPM, PaceArithmetic.refillRate(10_000, 10, 100_000, 0));
-    assertEquals(100_000, PaceArithmetic.refillRate(1, 10, 1_000_000, 0), "fractions of a permit a second count");
-    assertEquals(333_333 + 7 * PaceArithmetic.PPM, PaceArithmetic.refillRate(10, 3, 100_000, 7 * PaceArithmetic.PPM));
+    assertEquals(100 * PaceArithmetic.PPM, PaceArithmetic.refillRate(10_000, 10_000, 100_000, 0));
+    assertEquals(100_000, PaceArithmetic.refillRate(1, 10_000, 1_000_000, 0), "fractions of a permit a second count");
+    assertEquals(333_333 + 7 * PaceArithmetic.PPM, PaceArithmetic.refillRate(10, 3_000, 100_000, 7 * PaceArithmetic.PPM));
+    assertEquals(10_000, PaceArithmetic.span(Long.MIN_VALUE, 50, 50_500, 1_000, 10_000), "no first attempts: the window");
+    assertEquals(10_000, PaceArithmetic.span(40, 50, 50_500, 1_000, 10_000), "the leaving bucket has some: the window");
+    assertEquals(2_500, PaceArithmetic.span(48, 50, 50_500, 1_000, 10_000), "a young budget: since its oldest bucket");
+    assertEquals(1_000, PaceArithmetic.span(50, 50, 50_100, 1_000, 10_000), "at least one bucket");
     assertEquals(50 * PaceArithmetic.PPM, PaceArithmetic.cap(100 * PaceArithmetic.PPM));
-    assertEquals(PaceArithmetic.MAX_RATE * 1_000_000, PaceArithmetic.refillRate(Long.MAX_VALUE / 2, 1, 1_000_000, 0), "rates capped");
+    assertEquals(PaceArithmetic.MAX_RATE * 1_000_000, PaceArithmetic.refillRate(Long.MAX_VALUE / 2, 1_000, 1_000_000, 0), "rates capped");
     long cap = 5 * PaceArithmetic.PPM;
     assertEquals(cap, PaceArithmetic.refill(0, 0, 10_000_000, 0, 1, 1, cap), "a long gap fills it");
     assertEquals(cap, PaceArithmetic.refill(0, 0, 0, Long.MAX_VALUE, 1, 0, cap), "a huge deposit fills it");

@@ -63,9 +63,17 @@ class LuaScriptTest {
     return budget(name, "c1", 0, 0, 1, 1, 100_000, 100, 0, "enforce");
   }
 
-  /** Counts first attempts into a budget with a 10 s window, ratio 0.1 and no floor. */
-  private BudgetReply count10s(String name, long requests) throws Exception {
-    return budget(name, "c1", requests, 0, 0, 0, 100_000, 10, 0, "enforce");
+  /**
+   * Counts first attempts into a budget with a one-hour window (buckets of 360 s), ratio 0.1 and no
+   * floor. A new budget's first attempts span one bucket while it is in its first: 360 s, so n first
+   * attempts refill {@code n * 0.1 / 360} permits a second (tests run within one bucket).
+   */
+  private BudgetReply countHour(String name, long requests) throws Exception {
+    return budget(name, "c1", requests, 0, 0, 0, 100_000, 3600, 0, "enforce");
+  }
+
+  private BudgetReply askHour(String name, int need, int want) throws Exception {
+    return budget(name, "c1", 0, 0, need, want, 100_000, 3600, 0, "enforce");
   }
 
   private List<Object> status(String name) throws Exception {
@@ -75,15 +83,15 @@ class LuaScriptTest {
   }
 
   @Test
-  void aBurstOfAsksGetsOneSecondOfTheRateNotTheWindowsAllowance() throws Exception {
-    // 10,000 first attempts over a 10 s window: 1,000 a second, so the paced balance refills at 100
-    // permits a second and holds half a second of that, 50; the window's allowance (1,000) is never
-    // spent at once
-    budget("api", "c1", 10_000, 0, 0, 0, 100_000, 10, 0, "enforce");
+  void aBurstOfAsksGetsHalfASecondOfTheRateNotTheWindowsAllowance() throws Exception {
+    // 360,000 first attempts over the 360 s they span: 1,000 a second, so the paced balance refills at
+    // 100 permits a second and holds half a second of that, 50; the window's allowance (36,000) is
+    // never spent at once
+    countHour("api", 360_000);
     int granted = 0;
     int denied = 0;
     for (int i = 0; i < 150; i++) {
-      BudgetReply r = budget("api", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce");
+      BudgetReply r = askHour("api", 1, 1);
       if (r.status().equals(BudgetReply.GRANTED)) {
         granted++;
         assertEquals(1, r.granted());
@@ -99,11 +107,11 @@ class LuaScriptTest {
     assertEquals(50, granted);
     assertEquals(100, denied);
     List<Object> s = status("api");
-    assertEquals(10_000L, s.get(1));
+    assertEquals(360_000L, s.get(1));
     assertEquals(50L, s.get(2));
     assertEquals(100L, s.get(3));
-    assertEquals(1_000L, s.get(4), "the window's allowance, shown");
-    assertEquals("0.005000", s.get(10));
+    assertEquals(36_000L, s.get(4), "the window's allowance, shown");
+    assertEquals("0.000139", s.get(10));
     assertEquals(0L, s.get(12), "nothing grantable now");
     assertEquals(100_000_000L, s.get(14), "refills at 100 permits a second, in micro-permits");
     assertEquals(2_000L, s.get(15), "max_calls_per_s: the default");
@@ -128,13 +136,13 @@ class LuaScriptTest {
 
   @Test
   void allOrNoneAndLeases() throws Exception {
-    count10s("batch", 2_000); // 200 a second: refills 20 permits a second and holds 10
-    BudgetReply five = budget("batch", "c1", 0, 0, 5, 5, 100_000, 10, 0, "enforce");
+    countHour("batch", 72_000); // 200 a second: refills 20 permits a second and holds 10
+    BudgetReply five = askHour("batch", 5, 5);
     assertEquals(5, five.granted());
-    BudgetReply six = budget("batch", "c1", 0, 0, 6, 6, 100_000, 10, 0, "enforce");
+    BudgetReply six = askHour("batch", 6, 6);
     assertEquals(BudgetReply.DENIED, six.status());
     assertEquals(6, six.denied(), "all-or-none refusal counts every permit asked for");
-    BudgetReply lease = budget("batch", "c1", 0, 0, 1, 8, 100_000, 10, 0, "enforce");
+    BudgetReply lease = askHour("batch", 1, 8);
     assertEquals(5, lease.granted(), "a lease takes what is left, up to what was wanted");
     assertEquals(10, lease.retries());
     assertEquals(0, lease.available());
@@ -319,7 +327,8 @@ class LuaScriptTest {
     long requests = 123_456_789L;
     BudgetReply r = budget("big", "c1", requests, 0, 0, 0, 123_457, 60, 17, "enforce");
     assertEquals(BudgetArithmetic.allowance(123_457, requests, 17, 60), r.allowance());
-    long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, 60, 123_457, 17 * 1_000_000L);
+    // a new budget: its first attempts span one bucket (6 s)
+    long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, 6_000, 123_457, 17 * 1_000_000L);
     assertEquals(refill, r.refillPpm());
     assertEquals(io.retrybudget.budget.internal.PaceArithmetic.cap(refill) / 1_000_000, r.available(),
         "a new balance after this much traffic starts full");
@@ -502,25 +511,57 @@ class LuaScriptTest {
 
   @Test
   void firstAttemptsDepositTheRatioAndTheBalanceIsCapped() throws Exception {
-    count10s("deposit", 100_000); // 10,000 a second: refills 1,000 permits a second, holds 500
+    countHour("deposit", 3_600_000); // 10,000 a second: refills 1,000 permits a second, holds 500
     long far = redisNowMs() + 3_600_000; // "last updated" in the future: no floor refill (there is none anyway)
     plantBalance("deposit", 0, far);
-    BudgetReply r = count10s("deposit", 50); // 50 first attempts at ratio 0.1: 5 permits
+    BudgetReply r = countHour("deposit", 50); // 50 first attempts at ratio 0.1: 5 permits
     assertEquals(5, r.available());
     assertEquals(0, r.nextGrantMillis());
     int granted = 0;
-    while (budget("deposit", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce").status().equals(BudgetReply.GRANTED)) {
+    while (askHour("deposit", 1, 1).status().equals(BudgetReply.GRANTED)) {
       granted++;
     }
     assertEquals(5, granted, "exactly the deposits");
     assertEquals(0, readBalance("deposit")[0], "whole permits withdrawn");
-    count10s("deposit", 7); // 0.7 of a permit: none yet
-    assertEquals(BudgetReply.DENIED, budget("deposit", "c1", 0, 0, 1, 1, 100_000, 10, 0, "enforce").status());
+    countHour("deposit", 7); // 0.7 of a permit: none yet
+    assertEquals(BudgetReply.DENIED, askHour("deposit", 1, 1).status());
     assertEquals(700_000L, readBalance("deposit")[0], "fractions are kept, in micro-permits");
     plantBalance("deposit", 1L << 52, redisNowMs());
-    BudgetReply capped = count10s("deposit", 0);
+    BudgetReply capped = countHour("deposit", 0);
     assertEquals(capped.refillPpm() / 2, readBalance("deposit")[0], "never above the cap");
     assertEquals(500L, capped.available(), "half a second of deposits at 10,000 first attempts a second");
+  }
+
+  @Test
+  void aYoungBudgetsRateIsOverTheTimeItsFirstAttemptsSpan() throws Exception {
+    // a new budget with a 10 s window that has had 1,000 first attempts in its first second: that is
+    // 1,000 a second (not 100, as over the whole window), so it refills 100 permits a second
+    BudgetReply young = budget("young", "c1", 1_000, 0, 0, 0, 100_000, 10, 0, "enforce");
+    long spanMs = 1_000; // one bucket, while the budget is in its first
+    assertEquals(io.retrybudget.budget.internal.PaceArithmetic.refillRate(1_000, spanMs, 100_000, 0), young.refillPpm());
+    assertEquals(100_000_000L, young.refillPpm());
+    // a budget whose window has had first attempts for a whole window (the leaving bucket holds some):
+    // over the window
+    BudgetReply mature = budget("mature", "c1", 1, 0, 0, 0, 100_000, 10, 0, "enforce");
+    BudgetKeys k = new BudgetKeys("mature");
+    WindowRing ring = new WindowRing(redis.server(), k);
+    int slot = -1;
+    long cur = 0;
+    for (int i = 0; i < WindowRing.SLOTS; i++) {
+      if (ring.get(i, WindowRing.T) != 0) {
+        slot = i;
+        cur = ring.get(i, WindowRing.T);
+      }
+    }
+    ring.plant(slot, cur, 999, 0, 0, 1, 0);
+    ring.plant((slot + 2) % 11, cur - 9, 100, 0, 0, 0, 0); // nine buckets ago
+    ring.plant((slot + 1) % 11, cur - 10, 1_000_000, 0, 0, 0, 0); // leaving: its share counts
+    BudgetReply r = budget("mature", "c1", 0, 0, 0, 0, 100_000, 10, 0, "enforce");
+    if (redisNowMs() / 1_000 == cur) { // (still in that bucket: else the planted ones moved on)
+      assertEquals(io.retrybudget.budget.internal.PaceArithmetic.refillRate(r.requests(), 10_000, 100_000, 0), r.refillPpm(),
+          "over the whole window once its first attempts span it");
+    }
+    assertTrue(mature.refillPpm() > 0);
   }
 
   @Test
@@ -536,17 +577,17 @@ class LuaScriptTest {
 
   @Test
   void theBalanceExpiresWithTheWindowAndStatusReadsIt() throws Exception {
-    count10s("pttl", 1_000);
+    countHour("pttl", 36_000); // 10 permits a second, 5 saved up
     BudgetKeys k = new BudgetKeys("pttl");
     long ttl = (Long) redis.server().call("PTTL", k.pace());
-    assertTrue(ttl > 0 && ttl <= 20_000, "two windows: " + ttl);
-    budget("pttl", "c1", 0, 0, 1, 3, 100_000, 10, 0, "enforce");
+    assertTrue(ttl > 3_600_000 && ttl <= 7_200_000, "two windows: " + ttl);
+    askHour("pttl", 1, 3);
     List<Object> s = status("pttl");
     assertEquals(16, s.size());
     assertEquals(2L, s.get(12), "5 permits, 3 leased");
     assertEquals(0L, s.get(13));
     // a caller of an older SDK passes two keys: still answered, the balance taken as full
-    List<Object> old = store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, "100000", "10", "10", "enforce")
+    List<Object> old = store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, "100000", "3600", "0", "enforce")
         .get(5, TimeUnit.SECONDS);
     assertEquals(16, old.size());
     assertEquals(5L, old.get(12));
@@ -611,10 +652,16 @@ class LuaScriptTest {
     String harness = paceText(LuaScript.BUDGET) + """
         local out = {}
         for i = 0, tonumber(ARGV[1]) - 1 do
-          local o = 1 + i * 8
+          local o = 1 + i * 9
           local requests, window_s, ratio, min_rps = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3]), tonumber(ARGV[o + 4])
           local balance, at, now, add = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 6]), tonumber(ARGV[o + 7]), tonumber(ARGV[o + 8])
-          local refill = pace_rate(requests, window_s, ratio, min_rps)
+          local bucket_ms = window_s * 100
+          local cur = math.floor(now / bucket_ms)
+          local oldest = cur - tonumber(ARGV[o + 9])
+          if tonumber(ARGV[o + 9]) < 0 then oldest = nil end
+          local span = pace_span(oldest, cur, now, bucket_ms, window_s * 1000)
+          out[#out + 1] = span
+          local refill = pace_rate(requests, span, ratio, min_rps)
           local cap = pace_cap(refill)
           local b = pace_refill(balance, at, now, add, ratio, min_rps, cap)
           out[#out + 1] = pace_start(requests, window_s, ratio, min_rps, cap)
@@ -638,14 +685,15 @@ class LuaScriptTest {
         long window = pick(random, 1, 3600, 1, 10, 3600);
         long ratio = pick(random, 1, 1_000_000, 1, 100_000, 1_000_000);
         long minRps = pick(random, 0, 1_000_000, 0, 10, 1_000_000);
-        long requests = pick(random, 0, 1L << 53, 0, window - 1, 1_000_000_000L * window, 1L << 53);
+        long requests = pick(random, 0, 1L << 53, 0, window - 1, 1_000_000_000L * window, 1_000_000_000L * window / 10, 1L << 53);
         long cap = io.retrybudget.budget.internal.PaceArithmetic.cap(
-            io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, window, ratio, minRps * 1_000_000));
+            io.retrybudget.budget.internal.PaceArithmetic.refillRate(requests, window * 1000, ratio, minRps * 1_000_000));
         long balance = pick(random, 0, 1L << 53, 0, 999_999, cap, cap + 1, 1L << 53);
         long now = 1_700_000_000_000L + random.nextLong(1_000_000_000L);
         long at = now - pick(random, -100_000, 20_000_000, 0, 8_999_999, 9_000_000, -1);
         long add = pick(random, 0, 1L << 53, 0, 8_999_999_999L, 9_000_000_000L, 1L << 53);
-        inputs[i] = new long[] {requests, window, ratio, minRps, balance, at, now, add};
+        long age = pick(random, -1, 12, -1, 0, 9, 10, 11); // how many buckets ago the oldest with first attempts; -1: none
+        inputs[i] = new long[] {requests, window, ratio, minRps, balance, at, now, add, age};
         for (long v : inputs[i]) {
           args.add(Long.toString(v));
         }
@@ -655,17 +703,23 @@ class LuaScriptTest {
           java.util.stream.Stream.of("EVAL", harness, "0"), args.stream()).toArray(String[]::new));
       for (int i = 0; i < n; i++) {
         long[] in = inputs[i];
-        long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(in[0], in[1], in[2], in[3] * 1_000_000);
+        long bucketMs = in[1] * 100;
+        long cur = Math.floorDiv(in[6], bucketMs);
+        long span = io.retrybudget.budget.internal.PaceArithmetic.span(in[8] < 0 ? Long.MIN_VALUE : cur - in[8], cur, in[6],
+            bucketMs, in[1] * 1000);
+        long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(in[0], span, in[2], in[3] * 1_000_000);
         long cap = io.retrybudget.budget.internal.PaceArithmetic.cap(refill);
         long b = io.retrybudget.budget.internal.PaceArithmetic.refill(in[4], in[5], in[6], in[7], in[2], in[3] * 1_000_000, cap);
         String what = "seed " + seed + ", inputs " + java.util.Arrays.toString(in);
+        int o = 7 * i;
+        assertEquals(span, (Long) out.get(o), "span, " + what);
         assertEquals(io.retrybudget.budget.internal.PaceArithmetic.start(in[0], in[1], in[2], in[3] * 1_000_000, cap),
-            (Long) out.get(6 * i), "start, " + what);
-        assertEquals(refill, (Long) out.get(6 * i + 1), "refill rate, " + what);
-        assertEquals(cap, (Long) out.get(6 * i + 2), "cap, " + what);
-        assertEquals(b, (Long) out.get(6 * i + 3), "balance, " + what);
-        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.available(b), (Long) out.get(6 * i + 4), "available, " + what);
-        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.nextMillis(b, refill), (Long) out.get(6 * i + 5), "next, " + what);
+            (Long) out.get(o + 1), "start, " + what);
+        assertEquals(refill, (Long) out.get(o + 2), "refill rate, " + what);
+        assertEquals(cap, (Long) out.get(o + 3), "cap, " + what);
+        assertEquals(b, (Long) out.get(o + 4), "balance, " + what);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.available(b), (Long) out.get(o + 5), "available, " + what);
+        assertEquals(io.retrybudget.budget.internal.PaceArithmetic.nextMillis(b, refill), (Long) out.get(o + 6), "next, " + what);
         cases++;
       }
     }
@@ -691,6 +745,9 @@ class LuaScriptTest {
     java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
     for (int sequence = 0; sequence < 12; sequence++) {
       String name = "parity-" + sequence;
+      // the budget is new, so its first attempts span one bucket (360 s) while every call stays in its
+      // first bucket: a sequence that crosses into the next one stops there (the span grew)
+      long bucketAtStart = redisNowMs() / 360_000;
       long ratio = pick(random, 1, 1_000_000, 1, 100_000, 1_000_000);
       String mode = random.nextInt(4) == 0 ? "shadow" : "enforce";
       io.retrybudget.budget.internal.PacedBalance model = new io.retrybudget.budget.internal.PacedBalance();
@@ -703,7 +760,7 @@ class LuaScriptTest {
         long want = need + (random.nextBoolean() ? 0 : random.nextLong(0, 20));
         BudgetReply r = budget(name, "c1", add, 0, (int) need, (int) want, ratio, 3600, 0, mode);
         requests += add;
-        long available = model.update(0, add, requests, 3600, ratio, 0);
+        long available = model.update(0, add, requests, 360_000, 3600, ratio, 0);
         String expected;
         long granted = 0;
         if (need == 0) {
@@ -722,6 +779,9 @@ class LuaScriptTest {
         }
         retries += granted;
         String what = "seed " + seed + ", sequence " + sequence + ", step " + step;
+        if (redisNowMs() / 360_000 != bucketAtStart) {
+          break; // crossed a bucket boundary: the rest of this sequence is not comparable
+        }
         assertEquals(expected, r.status(), what);
         assertEquals(granted, r.granted(), what);
         assertEquals(requests, r.requests(), what);
