@@ -16,6 +16,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
@@ -81,6 +82,9 @@ final class RedisRetryBudget implements RetryBudget {
   // permits Redis granted to calls this client had already given up on, kept for the next retry
   private final java.util.concurrent.atomic.AtomicInteger latePermits = new java.util.concurrent.atomic.AtomicInteger();
   private volatile long latePermitsUntil = Long.MIN_VALUE;
+  // permits Redis granted (and counted) that this client held and never used: dropped when too old,
+  // beyond MAX_LEASE, or held at close (for tests and diagnostics: the safe side of a lease)
+  private final AtomicLong unusedPermits = new AtomicLong();
   private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean degraded;
   private volatile long degradedSince;
@@ -171,13 +175,17 @@ final class RedisRetryBudget implements RetryBudget {
       return CompletableFuture.completedFuture(fallback(now));
     }
     Learned l = learned;
-    if (!mayAsk(now, l)) {
+    double fleet = fleetAsksPerSecond(now, l);
+    double share = l.maxCallsPerSecond() / 2.0;
+    boolean sampled = fleet > share;
+    if (sampled && random.getAsDouble() * fleet >= share) {
       // not this client's turn to ask: the fleet's permit calls stay under half the call ceiling
       pendingDenied.increment();
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
-    CompletableFuture<BudgetReply> call = call(scripts, now, 1, leaseSize(l));
+    // a lease only where asks are sampled: there each call has to carry more than one permit
+    CompletableFuture<BudgetReply> call = call(scripts, now, 1, sampled ? leaseSize(l) : 1);
     return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
         onFailure(error);
@@ -209,18 +217,21 @@ final class RedisRetryBudget implements RetryBudget {
       return;
     }
     latePermitsUntil = Math.max(latePermitsUntil, now + life);
-    latePermits.addAndGet((int) Math.min(permits, MAX_LEASE));
+    long kept = Math.min(permits, MAX_LEASE);
+    unusedPermits.addAndGet(permits - kept);
+    latePermits.addAndGet((int) kept);
   }
 
   /**
-   * Whether this ask may go to Redis: with probability {@code (C / 2) / (N * f)}, f this client's
-   * asks (or first attempts, whichever is more) a second, so that the fleet's permit calls stay
-   * under half its call ceiling C whatever its size N. Always for a fleet that stays under anyway.
+   * The fleet's asks a second as this client sees them: N times its own asks (or first attempts,
+   * whichever is more) a second. An ask goes to Redis with probability {@code (C / 2) / that}, so
+   * the fleet's permit calls stay under half its call ceiling C whatever its size N; always for a
+   * fleet that stays under anyway (and for a lone client: 0).
    */
-  private boolean mayAsk(long now, Learned l) {
+  private double fleetAsksPerSecond(long now, Learned l) {
     long clients = l.activeClients();
     if (clients <= 1) {
-      return true;
+      return 0;
     }
     double perSecond;
     synchronized (ownCounts) {
@@ -228,9 +239,7 @@ final class RedisRetryBudget implements RetryBudget {
       long asks = ownCounts.retries(now) + ownCounts.denied(now) + pendingDenied.sum();
       perSecond = Math.max(firstAttempts, asks) * 1000.0 / ownCounts.windowMillis();
     }
-    double share = l.maxCallsPerSecond() / 2.0;
-    double fleet = clients * perSecond;
-    return fleet <= share || random.getAsDouble() * fleet < share;
+    return clients * perSecond;
   }
 
   /**
@@ -311,7 +320,7 @@ final class RedisRetryBudget implements RetryBudget {
       return false;
     }
     if (now > latePermitsUntil) {
-      latePermits.set(0); // too old: the allowance it came from has moved on
+      unusedPermits.addAndGet(latePermits.getAndSet(0)); // too old: the allowance it came from has moved on
       return false;
     }
     return latePermits.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
@@ -487,6 +496,11 @@ final class RedisRetryBudget implements RetryBudget {
     return cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
   }
 
+  /** Permits Redis granted to this client that it never used (dropped, or held at close). */
+  long unusedPermits() {
+    return unusedPermits.get() + (closed ? 0 : latePermits.get());
+  }
+
   /** How often this budget went from healthy to degraded (for tests and diagnostics). */
   int timesDegraded() {
     return timesDegraded.get();
@@ -585,6 +599,7 @@ final class RedisRetryBudget implements RetryBudget {
     }
     closed = true;
     flushTask.cancel(false);
+    unusedPermits.addAndGet(latePermits.getAndSet(0));
     BudgetScripts scripts = client.scripts();
     if (scripts != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
       try {

@@ -129,6 +129,11 @@ class BoundedCostTest {
     RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("lease").windowSeconds(60).minRetriesPerSecond(3_000).build(), 10_000);
     long lease = RedisRetryBudget.leaseSize(b.learned());
     assertEquals(4, lease);
+    // with these first attempts the fleet's asks (N times this client's) are far above the C / 2 a
+    // second of permit calls: asks are sampled, and each call asks for a lease
+    for (int i = 0; i < 100; i++) {
+      b.recordFirstAttempt();
+    }
     random.set(0.0); // this ask is sampled in
     long before = scriptCalls();
     assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
@@ -137,11 +142,8 @@ class BoundedCostTest {
       assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
     }
     assertEquals(before + 1, scriptCalls(), "the rest of the lease, without asking Redis");
-    // the lease is spent; with these first attempts the client's share of the permit calls is a
-    // fraction of its asks: a draw above it refuses locally, counted as denied
-    for (int i = 0; i < 100; i++) {
-      b.recordFirstAttempt();
-    }
+    // the lease is spent; the client's share of the permit calls is a fraction of its asks: a draw
+    // above it refuses locally, counted as denied
     random.set(0.999);
     assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
     assertEquals(before + 1, scriptCalls(), "not this client's turn: no call");
@@ -158,6 +160,17 @@ class BoundedCostTest {
     assertEquals(2, new WindowRing(redis.server(), new BudgetKeys("lease")).sum(WindowRing.D), "local refusals reach Redis");
     assertEquals(2 * lease, new WindowRing(redis.server(), new BudgetKeys("lease")).sum(WindowRing.G),
         "two leases, counted when granted");
+  }
+
+  @Test
+  void aFleetUnderTheCallShareAsksForOnePermitAtATime() {
+    RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("unsampled").windowSeconds(60).minRetriesPerSecond(3_000).build(), 100);
+    random.set(0.999); // would refuse, were asks sampled
+    long before = scriptCalls();
+    assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
+    assertEquals(before + 2, scriptCalls(), "100 clients asking 1 a minute stay under 1,000 calls a second: every ask asks Redis, for one");
+    assertEquals(0, b.unusedPermits());
   }
 
   @Test

@@ -72,9 +72,23 @@ final class PermitStorm implements AutoCloseable {
     return degraded;
   }
 
+  /**
+   * Permits Redis granted that no caller got: leased to a client and dropped unused, or held when it
+   * closed (call after {@link #degradedClientsThenClose}). Counted in Redis when granted, as leases
+   * are: Redis's grants are exactly those received plus these.
+   */
+  long unusedPermits() {
+    long unused = 0;
+    for (RedisRetryBudget b : budgets) {
+      unused += b.unusedPermits();
+    }
+    return unused;
+  }
+
   String report(long firstAttemptsInRedis, long grantsInRedis, int degraded) {
     return decisions.get() + " decisions, " + granted.get() + " granted, " + fromFallback.get()
         + " from the fallback, " + degraded + " clients degraded; Redis: " + firstAttemptsInRedis
-        + " first attempts of " + recorded.get() + ", " + grantsInRedis + " grants";
+        + " first attempts of " + recorded.get() + ", " + grantsInRedis + " grants (" + unusedPermits()
+        + " of them leased and never used)";
   }
 }
