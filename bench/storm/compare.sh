@@ -128,7 +128,7 @@ run_one() {
   local tree=${TREE[$design]}
   local up
   up=$(uptime)
-  echo "$(date -u +%T) $design $clients clients x $rate/s: uptime before: $up" | tee -a "$UPTIMES"
+  echo "$(date -u +%T) $design $clients clients x $rate/s: uptime before: $up" | tee -a "$UPTIMES" >&2
   java -Djava.awt.headless=true -cp "$tree/bench/target/classes:$(cat "$tree/bench/target/storm-cp.txt")" \
     io.retrybudget.bench.storm.StormSimulator --strategies fleet --clients "$clients" --rate-per-client "$rate" \
     --healthy-seconds "$HEALTHY" --outage-seconds "$OUTAGE" --label "${LABEL[$design]}" --out "$prefix" "${EXTRA[@]}" \

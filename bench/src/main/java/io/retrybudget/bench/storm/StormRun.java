@@ -70,6 +70,8 @@ final class StormRun {
   String loadBefore = "";
   String loadAfter = "";
   int budgetClients;
+  double connectWaitSeconds;
+  long connectedAtStart;
   private final LongAdder[] decisions = new LongAdder[BudgetDecision.Reason.values().length];
   private final LongAdder acquireErrors = new LongAdder();
   private static final long[] LATENCY_BOUNDS_MICROS = {100, 500, 1_000, 5_000, 10_000, 20_000, 50_000, Long.MAX_VALUE};
@@ -202,6 +204,15 @@ final class StormRun {
           }
         }
         buildSeconds = (System.nanoTime() - buildStart) / 1e9;
+        // A fleet is connected before its storm: wait (at most 20 s) until every RedisBudgetClient
+        // has reached Redis; on a loaded machine the first connect can miss its 2 s timeout.
+        long connectStart = System.nanoTime();
+        long connectUntil = connectStart + TimeUnit.SECONDS.toNanos(20);
+        while (budgetClientList.stream().anyMatch(RedisBudgetClient::isDegraded) && System.nanoTime() < connectUntil) {
+          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        connectWaitSeconds = (System.nanoTime() - connectStart) / 1e9;
+        connectedAtStart = budgetClientList.stream().filter(bc -> !bc.isDegraded()).count();
         System.gc();
         heapBytesAfter = heapUsed();
         threadsAfterBuild = java.lang.management.ManagementFactory.getThreadMXBean().getThreadCount();

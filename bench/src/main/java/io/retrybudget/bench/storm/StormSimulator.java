@@ -195,6 +195,10 @@ public final class StormSimulator {
     sb.append(String.format("%nHarness: 1 OS process (this JVM) simulating %,d clients = %,d budgets (RetryBudget, each with its own client id,"
         + " counters and flush timer) in %,d RedisBudgetClient(s) (one per simulated process: its own Lettuce connection, event loops"
         + " and timer thread), plus one redis-server process.%n", o.clients, o.clients, Math.max(1, r.budgetClients)));
+    if (r.strategy() == Strategy.FLEET) {
+      sb.append(String.format("  before the clock started: waited %.2f s until the RedisBudgetClients reached Redis (%d of %d had).%n",
+          r.connectWaitSeconds, r.connectedAtStart, Math.max(1, r.budgetClients)));
+    }
     sb.append(String.format("  built in %.1f s, closed in %.1f s; heap %,d MB before, %,d MB after building (%,.1f KB per client); threads"
         + " %d after building, %d at most during the run.%n", r.buildSeconds, r.closeSeconds, r.heapBytesBefore >> 20,
         r.heapBytesAfter >> 20, (r.heapBytesAfter - r.heapBytesBefore) / 1024.0 / o.clients, r.threadsAfterBuild, r.peakThreads));
