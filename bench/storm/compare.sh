@@ -133,7 +133,10 @@ run_one() {
     io.retrybudget.bench.storm.StormSimulator --strategies fleet --clients "$clients" --rate-per-client "$rate" \
     --healthy-seconds "$HEALTHY" --outage-seconds "$OUTAGE" --label "${LABEL[$design]}" --out "$prefix" "${EXTRA[@]}" \
     >"$WORK/run-$design-$clients-$rate.log" 2>&1 || { tail -40 "$WORK/run-$design-$clients-$rate.log" >&2; exit 1; }
-  sed -n '/^| clients/,/^per-second ratio over/p' "$prefix-summary.txt" | sed -n '3p'
+  local row pace
+  row=$(sed -n '/^| clients/,/^per-second ratio over/p' "$prefix-summary.txt" | sed -n '3p')
+  pace=$(sed -n 's/^  harness kept pace: \([A-Z]*\) (\([0-9]*\) of .* p99 tick lag \([0-9,]*\) us.*/\1 (\2 s off pace, p99 lag \3 us)/p' "$prefix-summary.txt")
+  echo "$row ${pace:-?} |"
 }
 
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
@@ -165,9 +168,11 @@ done
   echo "Each size: $HEALTHY s healthy, $OUTAGE s total outage, $HEALTHY s healthy; ratio 0.10 and floor 10 retries/s for the"
   echo "whole fleet unless the extra options say otherwise; one RedisBudgetClient per 1,000 clients; fresh redis-server per run."
   echo "The machine is shared with other builds: see the load averages below, and the harness lines in each -summary.txt."
+  echo "\"harness kept pace\": NO means the simulated fleet itself was starved of CPU (a second sent first attempts more"
+  echo "than 10 % off the offered rate, or 2 ms ticks started late by more than 50 ms at p99): such a row measures the machine."
   echo
-  echo "| design | requests/s per client | clients | per-second ratio min–max | mean ratio | script calls/s healthy | storm | Redis CPU |"
-  echo "|---|---:|---:|---|---|---:|---:|---|"
+  echo "| design | requests/s per client | clients | per-second ratio min–max | mean ratio | script calls/s healthy | storm | Redis CPU | harness kept pace |"
+  echo "|---|---:|---:|---|---|---:|---:|---|---|"
   cat "$ROWS"
   echo
   echo "Load average before each run (\`uptime\`):"

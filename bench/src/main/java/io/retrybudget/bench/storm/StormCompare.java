@@ -46,7 +46,7 @@ final class StormCompare {
 
     StormStats.Row row() {
       int from = healthySeconds();
-      return StormStats.row(clients(), series, Math.min(1, from), from, from + outageSeconds(), floor());
+      return StormStats.row(clients(), series, Math.min(1, from), from, from + outageSeconds(), floor(), rate());
     }
   }
 
@@ -78,13 +78,13 @@ final class StormCompare {
     sb.append(String.format(Locale.ROOT, "Storm, %,d clients, %,.0f first attempts/s (%.2f per client), %d s healthy then %d s of total outage,"
         + " ratio %.2f, floor %d retries/s for the fleet (%.2f %% of the first attempts).%n%n", old.clients(), old.rate(),
         old.rate() / old.clients(), from, old.outageSeconds(), old.ratio(), old.floor(), 100.0 * old.floor() / old.rate()));
-    sb.append("| design ").append(StormStats.HEADER.lines().findFirst().orElseThrow()).append(" seconds in [0.03, 0.25] | fallback grants | most degraded at once |\n");
-    sb.append("|---").append(StormStats.HEADER.lines().skip(1).findFirst().orElseThrow()).append("---:|---:|---:|\n");
+    sb.append("| design ").append(StormStats.HEADER.lines().findFirst().orElseThrow()).append(" seconds in [0.03, 0.25] | fallback grants | most degraded at once | seconds off pace (harness) |\n");
+    sb.append("|---").append(StormStats.HEADER.lines().skip(1).findFirst().orElseThrow()).append("---:|---:|---:|---:|\n");
     for (Run r : List.of(old, neu)) {
       StormStats.Row row = r.row();
       sb.append("| ").append(r.label).append(' ').append(row.markdown())
-          .append(String.format(" %d / %d | %,d | %,d |%n", row.secondsInBand(), row.outageSeconds(), sum(r.fallbackGrants),
-              max(r.degradedMax, 0, r.degradedMax.length)));
+          .append(String.format(" %d / %d | %,d | %,d | %d |%n", row.secondsInBand(), row.outageSeconds(), sum(r.fallbackGrants),
+              max(r.degradedMax, 0, r.degradedMax.length), row.secondsOffPace()));
     }
     StormStats.Row a = old.row();
     StormStats.Row b = neu.row();

@@ -126,6 +126,9 @@ public final class StormSimulator {
     }
   }
 
+  /** A harness whose 2 ms ticks start later than this at p99 no longer offers the load it should. */
+  static final long HARNESS_P99_LAG_MICROS = 50_000;
+
   /** The issue-17 table row of the fleet run, and the harness's own cost. */
   static String fleetSection(Options o, StormRun r) {
     StringBuilder sb = new StringBuilder();
@@ -151,7 +154,7 @@ public final class StormSimulator {
     int from = o.healthySeconds;
     int to = o.healthySeconds + o.outageSeconds;
     StormStats.Row row = StormStats.row(o.clients, new StormStats.Series(first, retries, calls, cpu), Math.min(1, from), from, to,
-        o.minRetriesPerSecond);
+        o.minRetriesPerSecond, o.rate);
     sb.append(String.format("%nFleet budget%s: ratio %.2f, floor %d retries/s for the whole fleet (%.2f %% of %,.0f first attempts/s),"
         + " window %d s.%n", o.label.isEmpty() ? "" : " (" + o.label + ")", o.ratio, o.minRetriesPerSecond,
         100.0 * o.minRetriesPerSecond / o.rate, o.rate, o.windowSeconds));
@@ -176,6 +179,12 @@ public final class StormSimulator {
     }
     sb.append('\n');
     sb.append(harnessSection(o, r, harness));
+    long[] lag = r.tickLagPercentiles();
+    boolean kept = row.secondsOffPace() == 0 && lag[1] <= HARNESS_P99_LAG_MICROS;
+    sb.append(String.format("  harness kept pace: %s (%d of the seconds t=%d..%d sent first attempts more than %.0f %% off %,.0f/s;"
+        + " p99 tick lag %,d us against at most %,d us)%s%n", kept ? "YES" : "NO", row.secondsOffPace(), Math.min(1, from), to - 1,
+        100 * StormStats.PACE_TOLERANCE, o.rate, lag[1], HARNESS_P99_LAG_MICROS,
+        kept ? "" : ": this run measured a starved harness (the machine), not the budget alone"));
     return sb.toString();
   }
 

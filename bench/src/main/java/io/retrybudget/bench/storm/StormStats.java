@@ -32,7 +32,7 @@ final class StormStats {
       double meanAfterFloor, long outageFirst, long outageRetries, int secondsWithout,
       double scriptCallsHealthy, double scriptCallsStorm, long scriptCallsStormMax,
       double redisCpuHealthy, double redisCpuStorm, double redisCpuStormMax,
-      int secondsInBand, int outageSeconds) {
+      int secondsInBand, int outageSeconds, int secondsOffPace) {
 
     /** {@code | clients | per-second ratio min–max | mean ratio | script calls/s healthy | storm | Redis CPU |}. */
     String markdown() {
@@ -44,6 +44,12 @@ final class StormStats {
 
   static final String HEADER = "| clients | per-second ratio min–max | mean ratio | script calls/s healthy | storm | Redis CPU |\n"
       + "|---:|---|---|---:|---:|---|";
+
+  /**
+   * A second whose first attempts are further than this from the offered rate shows a harness that
+   * did not keep pace (its threads starved), not the budget.
+   */
+  static final double PACE_TOLERANCE = 0.10;
 
   /** The paced target of issue 17 for every outage second. */
   static final double BAND_LOW = 0.03;
@@ -58,6 +64,15 @@ final class StormStats {
    *     start-up second, in which every client makes its first call)
    */
   static Row row(int clients, Series s, int healthyFrom, int outageFrom, int outageTo, int floorPerSecond) {
+    return row(clients, s, healthyFrom, outageFrom, outageTo, floorPerSecond, Double.NaN);
+  }
+
+  /**
+   * As above; {@code offeredPerSecond} (first attempts per second the fleet should send; NaN: not
+   * checked) counts the seconds from {@code healthyFrom} to the outage's end whose first attempts
+   * missed it by more than {@link #PACE_TOLERANCE}.
+   */
+  static Row row(int clients, Series s, int healthyFrom, int outageFrom, int outageTo, int floorPerSecond, double offeredPerSecond) {
     if (outageFrom < 0 || outageTo <= outageFrom || outageTo > s.seconds()) {
       throw new IllegalArgumentException("outage [" + outageFrom + ", " + outageTo + ") outside the " + s.seconds() + " s series");
     }
@@ -100,6 +115,14 @@ final class StormStats {
       min = Double.NaN;
       max = Double.NaN;
     }
+    int offPace = 0;
+    if (!Double.isNaN(offeredPerSecond)) {
+      for (int t = healthyFrom; t < outageTo; t++) {
+        if (Math.abs(s.first()[t] - offeredPerSecond) > PACE_TOLERANCE * offeredPerSecond) {
+          offPace++;
+        }
+      }
+    }
     int healthyTo = outageFrom;
     if (healthyFrom == healthyTo && healthyTo > 0) {
       healthyFrom = healthyTo - 1;
@@ -108,7 +131,7 @@ final class StormStats {
         mean(s.scriptCalls(), healthyFrom, healthyTo), mean(s.scriptCalls(), outageFrom, outageTo),
         max(s.scriptCalls(), outageFrom, outageTo),
         mean(s.redisCpuMicros(), healthyFrom, healthyTo) / 10_000.0, mean(s.redisCpuMicros(), outageFrom, outageTo) / 10_000.0,
-        max(s.redisCpuMicros(), outageFrom, outageTo) / 10_000.0, inBand, outageSeconds);
+        max(s.redisCpuMicros(), outageFrom, outageTo) / 10_000.0, inBand, outageSeconds, offPace);
   }
 
   /** Retries sent / first attempts sent in one second; NaN when no first attempt was sent. */

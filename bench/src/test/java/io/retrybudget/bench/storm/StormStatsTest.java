@@ -65,4 +65,11 @@ class StormStatsTest {
     assertThrows(IllegalArgumentException.class,
         () -> new StormStats.Series(new long[2], new long[3], new long[2], new long[2]));
   }
+
+  @Test
+  void secondsOffThePacedRateAreCountedFromTheFirstHealthySecondCountedToTheOutagesEnd() {
+    StormStats.Series s = series(new long[] {0, 1000, 1099, 850, 1000, 0}, new long[6]);
+    assertEquals(1, StormStats.row(1, s, 1, 2, 5, 0, 1000).secondsOffPace(), "t=3 (850) only; t=0 and t=5 are not looked at");
+    assertEquals(0, StormStats.row(1, s, 1, 2, 5, 0).secondsOffPace(), "no offered rate: not checked");
+  }
 }
