@@ -26,6 +26,7 @@ final class Options {
   String newLabel = "new";
   int outageSeconds = 30;
   int healthySeconds = 5; // before and after the outage
+  int warmupSeconds = 5; // healthy traffic before t=0, not recorded
   List<Strategy> strategies = new ArrayList<>(List.of(Strategy.values()));
   int maxAttempts = 3;
   int backoffMinMillis = 10;
@@ -85,6 +86,7 @@ final class Options {
           case "--new-label" -> o.newLabel = v;
           case "--outage-seconds" -> o.outageSeconds = positive(name, Integer.parseInt(v));
           case "--healthy-seconds" -> o.healthySeconds = nonNegative(name, Integer.parseInt(v));
+          case "--warmup-seconds" -> o.warmupSeconds = nonNegative(name, Integer.parseInt(v));
           case "--strategies" -> {
             o.strategies = new ArrayList<>();
             for (String s : v.split(",")) {
@@ -186,6 +188,7 @@ final class Options {
                   [--fault none|scriptflush|killmaster] [--fault-at-outage-second 10] (SCRIPT FLUSH, or kill -9
                   of the budget's master, then) [--redis standalone|cluster] (cluster: 3 masters + 3 replicas)
                   [--ratio 0.10] [--min-retries-per-sec 10] [--window-seconds 10] (fleet budget's seed config)
+                  [--warmup-seconds 5] (healthy traffic before t=0, not recorded)
                   [--budget-clients N] (RedisBudgetClients = simulated processes; default 1 per 1,000 clients)
                   [--label NAME] (the design under test, for the summary)
                   (writes <out>.csv, <out>-redis.csv, <out>.png, <out>-summary.txt)

@@ -53,7 +53,7 @@ final class StormCompare {
   static void run(Options o, String command) throws IOException {
     Run old = read(o.oldPrefix, o.oldLabel);
     Run neu = read(o.newPrefix, o.newLabel);
-    for (String key : new String[] {"clients", "rate", "healthy_seconds", "outage_seconds", "ratio", "min_retries_per_sec", "window_seconds"}) {
+    for (String key : new String[] {"clients", "rate", "healthy_seconds", "warmup_seconds", "outage_seconds", "ratio", "min_retries_per_sec", "window_seconds"}) {
       if (!old.props.getProperty(key, "").equals(neu.props.getProperty(key, ""))) {
         throw new IllegalArgumentException("the two runs are not the same scenario: " + key + " is " + old.props.getProperty(key)
             + " in " + o.oldPrefix + " and " + neu.props.getProperty(key) + " in " + o.newPrefix);

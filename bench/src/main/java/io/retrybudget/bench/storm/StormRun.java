@@ -84,7 +84,10 @@ final class StormRun {
   private final AtomicLong[] maxDegraded;
 
   private ScheduledThreadPoolExecutor scheduler;
+  // t=0 of the recorded run; the tickers start warmupNanos before it (healthy, not recorded)
   private volatile long startNanos;
+  private volatile long warmStartNanos;
+  private final long warmupNanos;
 
   // whole-run Redis figures
   long evalshaCalls;
@@ -104,23 +107,24 @@ final class StormRun {
     this.outageStartNanos = TimeUnit.SECONDS.toNanos(o.healthySeconds);
     this.outageEndNanos = TimeUnit.SECONDS.toNanos(o.healthySeconds + o.outageSeconds);
     this.runNanos = TimeUnit.SECONDS.toNanos(seconds);
+    this.warmupNanos = TimeUnit.SECONDS.toNanos(o.warmupSeconds);
     this.perClientRate = o.rate / o.clients;
-    this.first = adders(seconds + 1);
-    this.retries = adders(seconds + 1);
-    this.redisEvalsha = new long[seconds + 1];
-    this.redisAll = new long[seconds + 1];
-    this.redisCpuMicros = new long[seconds + 1];
-    this.harnessCpuMicros = new long[seconds + 1];
-    this.tickLagMaxMicros = new AtomicLong[seconds + 1];
-    this.tickRunMaxMicros = new AtomicLong[seconds + 1];
-    for (int i = 0; i <= seconds; i++) {
+    this.first = adders(seconds + 2);
+    this.retries = adders(seconds + 2);
+    this.redisEvalsha = new long[seconds + 2];
+    this.redisAll = new long[seconds + 2];
+    this.redisCpuMicros = new long[seconds + 2];
+    this.harnessCpuMicros = new long[seconds + 2];
+    this.tickLagMaxMicros = new AtomicLong[seconds + 2];
+    this.tickRunMaxMicros = new AtomicLong[seconds + 2];
+    for (int i = 0; i <= seconds + 1; i++) {
       tickLagMaxMicros[i] = new AtomicLong();
       tickRunMaxMicros[i] = new AtomicLong();
     }
-    this.fallbackGrants = adders(seconds + 1);
-    this.fallbackDenials = adders(seconds + 1);
-    this.maxDegraded = new AtomicLong[seconds + 1];
-    for (int i = 0; i <= seconds; i++) {
+    this.fallbackGrants = adders(seconds + 2);
+    this.fallbackDenials = adders(seconds + 2);
+    this.maxDegraded = new AtomicLong[seconds + 2];
+    for (int i = 0; i <= seconds + 1; i++) {
       maxDegraded[i] = new AtomicLong();
     }
     for (int i = 0; i < decisions.length; i++) {
@@ -333,6 +337,7 @@ final class StormRun {
     final List<SimClient> clients = new ArrayList<>();
     final long[] lags = new long[(int) (runNanos / TICK_NANOS) + 1000]; // this ticker's thread only
     int count; // ticks run; this ticker's thread only (a fixed-rate task never overlaps itself)
+    int recorded; // ticks of the recorded run (t >= 0) in lags; this ticker's thread only
     final ScheduledThreadPoolExecutor ticker;
 
     Shard(int index) {
@@ -363,13 +368,21 @@ final class StormRun {
       shards.get(i % shardCount).clients.add(clients.get(i));
     }
     degradedByShard = new java.util.concurrent.atomic.AtomicLongArray(shardCount);
-    redis.resetStats();
     CountDownLatch done = new CountDownLatch(shardCount);
-    startNanos = System.nanoTime();
+    warmStartNanos = System.nanoTime();
+    startNanos = warmStartNanos + warmupNanos;
     List<ScheduledFuture<?>> tickers = new ArrayList<>();
     for (Shard shard : shards) {
       tickers.add(shard.ticker.scheduleAtFixedRate(() -> tick(shard, done), 0, TICK_NANOS, TimeUnit.NANOSECONDS));
     }
+    // warm-up: healthy traffic, not recorded (JIT, connections, every client's first calls, and a
+    // budget window that holds healthy traffic when the recorded run starts), then t=0
+    long untilStart;
+    while ((untilStart = startNanos - System.nanoTime()) > 0) {
+      LockSupport.parkNanos(untilStart);
+    }
+    redis.resetStats();
+    harnessEvals.set(0);
     // Redis command statistics once a second, on this thread
     long prevEval = 0;
     long prevAll = 0;
@@ -456,20 +469,22 @@ final class StormRun {
       }
       return;
     }
-    // a fixed-rate tick n is due at start + n x 2 ms; how late it starts is the harness's own lag
-    long lagMicros = Math.max(0, (elapsed - shard.count * TICK_NANOS) / 1000);
-    if (shard.count < shard.lags.length) {
-      shard.lags[shard.count] = lagMicros;
+    // a fixed-rate tick n is due at warm start + n x 2 ms; how late it starts is the harness's own lag
+    long sinceWarmStart = now0 - warmStartNanos;
+    long lagMicros = Math.max(0, (sinceWarmStart - shard.count * TICK_NANOS) / 1000);
+    if (elapsed >= 0 && shard.recorded < shard.lags.length) {
+      shard.lags[shard.recorded++] = lagMicros;
     }
     shard.count++;
     List<SimClient> clients = shard.clients;
     tickLagMaxMicros[second(elapsed)].accumulateAndGet(lagMicros, Math::max);
-    double elapsedSeconds = elapsed / 1e9;
+    // clients are paced from the warm start, so the warm-up sends at the same rate
+    double elapsedSeconds = sinceWarmStart / 1e9;
     long degradedNow = 0;
     for (SimClient c : clients) {
       if (c.budget != null && c.budget.isDegraded()) {
         degradedNow++;
-        if (!c.everDegraded) {
+        if (!c.everDegraded && elapsed >= 0) {
           c.everDegraded = true;
           everDegraded.incrementAndGet();
         }
@@ -493,8 +508,12 @@ final class StormRun {
     return elapsed >= outageStartNanos && elapsed < outageEndNanos;
   }
 
+  /** The per-second slot: 0..seconds-1, {@code seconds} after the run, {@code seconds + 1} the warm-up (never reported). */
   private int second(long elapsed) {
-    return (int) Math.min(seconds, Math.max(0, elapsed / 1_000_000_000L));
+    if (elapsed < 0) {
+      return seconds + 1;
+    }
+    return (int) Math.min(seconds, elapsed / 1_000_000_000L);
   }
 
   private void firstAttempt(SimClient c) {
@@ -824,7 +843,7 @@ final class StormRun {
   }
 
   private static int ticksOf(Shard shard) {
-    return shard.count >= 0 ? shard.count : -shard.count - 1;
+    return shard.recorded;
   }
 
   String timerLagHistogram() {

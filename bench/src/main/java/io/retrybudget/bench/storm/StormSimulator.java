@@ -116,6 +116,7 @@ public final class StormSimulator {
     p.setProperty("clients", Integer.toString(o.clients));
     p.setProperty("rate", Double.toString(o.rate));
     p.setProperty("healthy_seconds", Integer.toString(o.healthySeconds));
+    p.setProperty("warmup_seconds", Integer.toString(o.warmupSeconds));
     p.setProperty("outage_seconds", Integer.toString(o.outageSeconds));
     p.setProperty("ratio", Double.toString(o.ratio));
     p.setProperty("min_retries_per_sec", Integer.toString(o.minRetriesPerSecond));
@@ -230,8 +231,9 @@ public final class StormSimulator {
     double windowRequests = o.rate * o.windowSeconds;
     double fleetExpected = (Math.floor(o.ratio * windowRequests) + (double) o.minRetriesPerSecond * o.windowSeconds) / windowRequests;
     double localExpected = Math.min(o.maxAttempts - 1, 0.20 + 10.0 / perClient);
-    sb.append(String.format("%,d clients, %,.0f first attempts/s in total (%.2f per client), healthy %d s, outage %d s (t=%d..%d s), healthy %d s;%n",
-        o.clients, o.rate, perClient, o.healthySeconds, o.outageSeconds, from, to, o.healthySeconds));
+    sb.append(String.format("%,d clients, %,.0f first attempts/s in total (%.2f per client), warm-up %d s (healthy, not recorded),"
+        + " healthy %d s, outage %d s (t=%d..%d s), healthy %d s;%n",
+        o.clients, o.rate, perClient, o.warmupSeconds, o.healthySeconds, o.outageSeconds, from, to, o.healthySeconds));
     sb.append(String.format("at most %d attempts per request, backoff U[%d, %d] ms after the permit; redis %s, fresh per strategy.%n",
         o.maxAttempts, o.backoffMinMillis, o.backoffMaxMillis, runs.isEmpty() ? "?" : runs.get(0).redisVersion));
     sb.append("Redis: ").append(o.redis.equals("cluster") ? "a Cluster of 3 masters, each with a replica" : "standalone")
