@@ -202,9 +202,14 @@ public final class StormSimulator {
     for (int s = 0; s < r.seconds(); s++) {
       runMax = Math.max(runMax, r.tickRunMaxMicros(s));
     }
-    sb.append(String.format("%nHarness: 1 OS process (this JVM) simulating %,d clients = %,d budgets (RetryBudget, each with its own client id,"
-        + " counters and flush timer) in %,d RedisBudgetClient(s) (one per simulated process: its own Lettuce connection, event loops"
-        + " and timer thread), plus one redis-server process.%n", o.clients, o.clients, Math.max(1, r.budgetClients)));
+    if (r.strategy() == Strategy.FLEET) {
+      sb.append(String.format("%nHarness: 1 OS process (this JVM) simulating %,d clients = %,d budgets (RetryBudget, each with its own client id,"
+          + " counters and flush timer) in %,d RedisBudgetClient(s) (one per simulated process: its own Lettuce connection, event loops"
+          + " and timer thread), plus one redis-server process.%n", o.clients, o.clients, Math.max(1, r.budgetClients)));
+    } else {
+      sb.append(String.format("%nHarness: 1 OS process (this JVM) simulating %,d clients in %d simulated processes (ticker threads),"
+          + " no Redis client; one redis-server process (idle).%n", o.clients, r.tickers()));
+    }
     if (r.strategy() == Strategy.FLEET) {
       sb.append(String.format("  before the clock started: waited %.2f s until the RedisBudgetClients reached Redis (%d of %d had).%n",
           r.connectWaitSeconds, r.connectedAtStart, Math.max(1, r.budgetClients)));
@@ -302,6 +307,13 @@ public final class StormSimulator {
     for (StormRun r : runs) {
       if (r.strategy() == Strategy.FLEET) {
         sb.append(fleetSection(o, r));
+      } else {
+        long[] harness = new long[r.seconds()];
+        for (int s = 0; s < harness.length; s++) {
+          harness[s] = r.harnessCpuMicros(s);
+        }
+        sb.append("\nStrategy ").append(r.strategy().id).append(" (no Redis budget: the harness's own cost):");
+        sb.append(harnessSection(o, r, harness));
       }
     }
     sb.append("\nretry ratio = retries sent / first attempts sent; amplification = all attempts sent / first attempts sent;\n"
