@@ -46,6 +46,8 @@ final class StormRun {
   private final long[] redisCpuMicros;
   // per second: CPU of this JVM (the simulated fleet, the SDK's threads and the harness), us
   private final long[] harnessCpuMicros;
+  // per second: how long the sampling interval really was (us); the figures above are scaled to 1 s
+  private final long[] sampleIntervalMicros;
   // per second: the latest a 2 ms tick started after its due time, and the longest tick (us)
   private final AtomicLong[] tickLagMaxMicros;
   private final AtomicLong[] tickRunMaxMicros;
@@ -115,6 +117,7 @@ final class StormRun {
     this.redisAll = new long[seconds + 2];
     this.redisCpuMicros = new long[seconds + 2];
     this.harnessCpuMicros = new long[seconds + 2];
+    this.sampleIntervalMicros = new long[seconds + 2];
     this.tickLagMaxMicros = new AtomicLong[seconds + 2];
     this.tickRunMaxMicros = new AtomicLong[seconds + 2];
     for (int i = 0; i <= seconds + 1; i++) {
@@ -388,6 +391,7 @@ final class StormRun {
     long prevAll = 0;
     long prevCpu = redis.cpuMicros();
     long prevHarness = processCpuMicros();
+    long prevSample = System.nanoTime();
     for (int s = 1; s <= seconds; s++) {
       long at = startNanos + TimeUnit.SECONDS.toNanos(s);
       long wait;
@@ -397,15 +401,20 @@ final class StormRun {
       String stats = redis.commandstats();
       long cpu = redis.cpuMicros();
       long harness = processCpuMicros();
-      redisCpuMicros[s - 1] = Math.max(0, cpu - prevCpu);
-      harnessCpuMicros[s - 1] = Math.max(0, harness - prevHarness);
+      // a starved sampler reads late: every figure of the interval is scaled to one second
+      long sampledAt = System.nanoTime();
+      long interval = Math.max(1, sampledAt - prevSample);
+      sampleIntervalMicros[s - 1] = interval / 1000;
+      prevSample = sampledAt;
+      redisCpuMicros[s - 1] = perSecond(Math.max(0, cpu - prevCpu), interval);
+      harnessCpuMicros[s - 1] = perSecond(Math.max(0, harness - prevHarness), interval);
       prevCpu = cpu;
       prevHarness = harness;
       long ev = scriptCalls(stats) - harnessEvals.get();
       long all = appCalls(stats);
       // a master killed takes its counts with it: never a negative second
-      redisEvalsha[s - 1] = Math.max(0, ev - prevEval);
-      redisAll[s - 1] = Math.max(0, all - prevAll);
+      redisEvalsha[s - 1] = perSecond(Math.max(0, ev - prevEval), interval);
+      redisAll[s - 1] = perSecond(Math.max(0, all - prevAll), interval);
       prevEval = ev;
       prevAll = all;
       if (strategy == Strategy.FLEET) {
@@ -788,6 +797,14 @@ final class StormRun {
 
   long redisCpuMicros(int second) {
     return redisCpuMicros[second];
+  }
+
+  static long perSecond(long delta, long intervalNanos) {
+    return Math.round(delta * 1e9 / intervalNanos);
+  }
+
+  long sampleIntervalMicros(int second) {
+    return sampleIntervalMicros[second];
   }
 
   long harnessCpuMicros(int second) {

@@ -97,12 +97,12 @@ public final class StormSimulator {
   private static void writeRedisCsv(Path file, List<StormRun> runs) throws IOException {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
       w.println("second,strategy,evalsha_calls,all_redis_commands,redis_cpu_us,harness_cpu_us,tick_lag_max_us,"
-          + "tick_run_max_us,degraded_max,fallback_grants,fallback_denials");
+          + "tick_run_max_us,degraded_max,fallback_grants,fallback_denials,sample_interval_us");
       for (StormRun r : runs) {
         for (int s = 0; s < r.seconds(); s++) {
           w.println(s + "," + r.strategy().id + "," + r.redisEvalsha(s) + "," + r.redisAll(s) + "," + r.redisCpuMicros(s)
               + "," + r.harnessCpuMicros(s) + "," + r.tickLagMaxMicros(s) + "," + r.tickRunMaxMicros(s) + ","
-              + r.maxDegraded(s) + "," + r.fallbackGrants(s) + "," + r.fallbackDenials(s));
+              + r.maxDegraded(s) + "," + r.fallbackGrants(s) + "," + r.fallbackDenials(s) + "," + r.sampleIntervalMicros(s));
         }
       }
     }
@@ -167,7 +167,7 @@ public final class StormSimulator {
     sb.append(String.format("mean %.4f = %,d retries / %,d first attempts; after the floor's share (%d x %d s = %,d retries): %.4f.%n",
         row.meanRatio(), row.outageRetries(), row.outageFirst(), o.minRetriesPerSecond, row.outageSeconds(),
         (long) o.minRetriesPerSecond * row.outageSeconds(), row.meanAfterFloor()));
-    sb.append(String.format("script calls/s (EVALSHA + EVAL in INFO commandstats, per-second deltas): healthy %,.0f (mean of t=%d..%d),"
+    sb.append(String.format("script calls/s (EVALSHA + EVAL in INFO commandstats, deltas per sampling interval scaled to one second): healthy %,.0f (mean of t=%d..%d),"
         + " storm %,.0f (mean of the outage), max %,d in one storm second.%n", row.scriptCallsHealthy(), Math.min(1, from),
         from - 1, row.scriptCallsStorm(), row.scriptCallsStormMax()));
     sb.append(String.format("Redis CPU (INFO cpu used_cpu_sys + used_cpu_user, per-second deltas, %% of one core): healthy %.1f %%,"
