@@ -130,7 +130,10 @@ final class StormCompare {
     long[] retries = column(storm, sh, "retries");
     long[] calls = column(redis, rh, "evalsha_calls");
     long[] cpu = column(redis, rh, "redis_cpu_us");
-    return new Run(label, props, new StormStats.Series(first, retries, calls, cpu), column(redis, rh, "fallback_grants"),
+    // runs before the interval was recorded sampled about every second
+    long[] intervals = java.util.Arrays.asList(rh).contains("sample_interval_us") ? column(redis, rh, "sample_interval_us")
+        : new StormStats.Series(first, retries, calls, cpu).intervalMicros();
+    return new Run(label, props, new StormStats.Series(first, retries, calls, cpu, intervals), column(redis, rh, "fallback_grants"),
         column(redis, rh, "degraded_max"), column(redis, rh, "harness_cpu_us"), column(redis, rh, "tick_lag_max_us"));
   }
 

@@ -139,6 +139,7 @@ public final class StormSimulator {
     long[] calls = new long[n];
     long[] cpu = new long[n];
     long[] harness = new long[n];
+    long[] intervals = new long[n];
     long fallbackGrants = 0;
     long fallbackDenials = 0;
     long degradedMax = 0;
@@ -148,13 +149,14 @@ public final class StormSimulator {
       calls[s] = r.redisEvalsha(s);
       cpu[s] = r.redisCpuMicros(s);
       harness[s] = r.harnessCpuMicros(s);
+      intervals[s] = r.sampleIntervalMicros(s);
       fallbackGrants += r.fallbackGrants(s);
       fallbackDenials += r.fallbackDenials(s);
       degradedMax = Math.max(degradedMax, r.maxDegraded(s));
     }
     int from = o.healthySeconds;
     int to = o.healthySeconds + o.outageSeconds;
-    StormStats.Row row = StormStats.row(o.clients, new StormStats.Series(first, retries, calls, cpu), Math.min(1, from), from, to,
+    StormStats.Row row = StormStats.row(o.clients, new StormStats.Series(first, retries, calls, cpu, intervals), Math.min(1, from), from, to,
         o.minRetriesPerSecond, o.rate);
     sb.append(String.format("%nFleet budget%s: ratio %.2f, floor %d retries/s for the whole fleet (%.2f %% of %,.0f first attempts/s),"
         + " window %d s.%n", o.label.isEmpty() ? "" : " (" + o.label + ")", o.ratio, o.minRetriesPerSecond,
@@ -167,8 +169,8 @@ public final class StormSimulator {
     sb.append(String.format("mean %.4f = %,d retries / %,d first attempts; after the floor's share (%d x %d s = %,d retries): %.4f.%n",
         row.meanRatio(), row.outageRetries(), row.outageFirst(), o.minRetriesPerSecond, row.outageSeconds(),
         (long) o.minRetriesPerSecond * row.outageSeconds(), row.meanAfterFloor()));
-    sb.append(String.format("script calls/s (EVALSHA + EVAL in INFO commandstats, deltas per sampling interval scaled to one second): healthy %,.0f (mean of t=%d..%d),"
-        + " storm %,.0f (mean of the outage), max %,d in one storm second.%n", row.scriptCallsHealthy(), Math.min(1, from),
+    sb.append(String.format("script calls/s (EVALSHA + EVAL in INFO commandstats, per sampling interval of about 1 s): healthy %,.0f"
+        + " (mean of t=%d..%d), storm %,.0f (mean of the outage), max %,d in one storm interval of at least 0.5 s.%n", row.scriptCallsHealthy(), Math.min(1, from),
         from - 1, row.scriptCallsStorm(), row.scriptCallsStormMax()));
     sb.append(String.format("Redis CPU (INFO cpu used_cpu_sys + used_cpu_user, per-second deltas, %% of one core): healthy %.1f %%,"
         + " storm %.1f %%, max %.1f %%.%n", row.redisCpuHealthy(), row.redisCpuStorm(), row.redisCpuStormMax()));

@@ -9,14 +9,31 @@ import java.util.Locale;
  * outageTo)}.
  */
 final class StormStats {
-  /** Per-second series of one run, all of the same length. */
-  record Series(long[] first, long[] retries, long[] scriptCalls, long[] redisCpuMicros) {
+  /**
+   * Per-second series of one run, all of the same length. {@code first} and {@code retries} are
+   * counted by the second they were sent in; {@code scriptCalls} and {@code redisCpuMicros} are
+   * rates per second over Redis sampling intervals that last {@code intervalMicros} each (about one
+   * second; longer or shorter when the sampler was starved of CPU).
+   */
+  record Series(long[] first, long[] retries, long[] scriptCalls, long[] redisCpuMicros, long[] intervalMicros) {
     Series {
       int n = first.length;
-      if (retries.length != n || scriptCalls.length != n || redisCpuMicros.length != n) {
+      if (retries.length != n || scriptCalls.length != n || redisCpuMicros.length != n || intervalMicros.length != n) {
         throw new IllegalArgumentException("series of different lengths: first " + n + ", retries " + retries.length
-            + ", scriptCalls " + scriptCalls.length + ", redisCpuMicros " + redisCpuMicros.length);
+            + ", scriptCalls " + scriptCalls.length + ", redisCpuMicros " + redisCpuMicros.length + ", intervalMicros "
+            + intervalMicros.length);
       }
+    }
+
+    /** Sampling intervals of one second each. */
+    Series(long[] first, long[] retries, long[] scriptCalls, long[] redisCpuMicros) {
+      this(first, retries, scriptCalls, redisCpuMicros, ones(first.length));
+    }
+
+    private static long[] ones(int n) {
+      long[] a = new long[n];
+      java.util.Arrays.fill(a, 1_000_000L);
+      return a;
     }
 
     int seconds() {
@@ -128,10 +145,11 @@ final class StormStats {
       healthyFrom = healthyTo - 1;
     }
     return new Row(clients, min, max, minSecond, maxSecond, mean, afterFloor, first, retries, without,
-        mean(s.scriptCalls(), healthyFrom, healthyTo), mean(s.scriptCalls(), outageFrom, outageTo),
-        max(s.scriptCalls(), outageFrom, outageTo),
-        mean(s.redisCpuMicros(), healthyFrom, healthyTo) / 10_000.0, mean(s.redisCpuMicros(), outageFrom, outageTo) / 10_000.0,
-        max(s.redisCpuMicros(), outageFrom, outageTo) / 10_000.0, inBand, outageSeconds, offPace);
+        mean(s.scriptCalls(), s.intervalMicros(), healthyFrom, healthyTo), mean(s.scriptCalls(), s.intervalMicros(), outageFrom, outageTo),
+        max(s.scriptCalls(), s.intervalMicros(), outageFrom, outageTo),
+        mean(s.redisCpuMicros(), s.intervalMicros(), healthyFrom, healthyTo) / 10_000.0,
+        mean(s.redisCpuMicros(), s.intervalMicros(), outageFrom, outageTo) / 10_000.0,
+        max(s.redisCpuMicros(), s.intervalMicros(), outageFrom, outageTo) / 10_000.0, inBand, outageSeconds, offPace);
   }
 
   /** Retries sent / first attempts sent in one second; NaN when no first attempt was sent. */
@@ -139,21 +157,24 @@ final class StormStats {
     return first == 0 ? Double.NaN : (double) retries / first;
   }
 
-  private static double mean(long[] a, int from, int to) {
-    if (to <= from) {
-      return Double.NaN;
-    }
-    long sum = 0;
+  /** The mean rate over the intervals: what they counted in all, over how long they lasted. */
+  private static double mean(long[] rate, long[] intervalMicros, int from, int to) {
+    double counted = 0;
+    double micros = 0;
     for (int i = from; i < to; i++) {
-      sum += a[i];
+      counted += (double) rate[i] * intervalMicros[i];
+      micros += intervalMicros[i];
     }
-    return (double) sum / (to - from);
+    return micros == 0 ? Double.NaN : counted / micros;
   }
 
-  private static long max(long[] a, int from, int to) {
+  /** The highest rate of an interval of at least half a second (a shorter one says little). */
+  private static long max(long[] rate, long[] intervalMicros, int from, int to) {
     long m = 0;
     for (int i = from; i < to; i++) {
-      m = Math.max(m, a[i]);
+      if (intervalMicros[i] >= 500_000) {
+        m = Math.max(m, rate[i]);
+      }
     }
     return m;
   }

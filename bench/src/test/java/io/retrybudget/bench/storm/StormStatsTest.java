@@ -72,4 +72,15 @@ class StormStatsTest {
     assertEquals(1, StormStats.row(1, s, 1, 2, 5, 0, 1000).secondsOffPace(), "t=3 (850) only; t=0 and t=5 are not looked at");
     assertEquals(0, StormStats.row(1, s, 1, 2, 5, 0).secondsOffPace(), "no offered rate: not checked");
   }
+
+  @Test
+  void ratesOfLateOrEarlySamplesAreWeightedByHowLongTheirIntervalsLasted() {
+    // healthy t=1: 1 s at 100/s; outage t=2..4: 1.5 s at 200/s, 0.1 s at 5,000/s, 1.4 s at 300/s
+    StormStats.Series s = new StormStats.Series(new long[] {1, 1, 1, 1, 1, 1}, new long[6], new long[] {0, 100, 200, 5000, 300, 0},
+        new long[6], new long[] {1_000_000, 1_000_000, 1_500_000, 100_000, 1_400_000, 1_000_000});
+    StormStats.Row row = StormStats.row(1, s, 1, 2, 5, 0);
+    assertEquals(100.0, row.scriptCallsHealthy(), 1e-9);
+    assertEquals((200 * 1.5 + 5000 * 0.1 + 300 * 1.4) / 3.0, row.scriptCallsStorm(), 1e-9);
+    assertEquals(300, row.scriptCallsStormMax(), "a 0.1 s interval is too short to say what a second held");
+  }
 }
