@@ -5,9 +5,7 @@ import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
-import io.retrybudget.budget.redis.WindowRing;
 import io.retrybudget.testing.CommandStats;
 import io.retrybudget.testing.RedisServerProcess;
 import java.util.ArrayList;
@@ -44,6 +42,38 @@ final class StormRun {
   private final LongAdder[] retries;
   private final long[] redisEvalsha;
   private final long[] redisAll;
+  // per second: Redis CPU (INFO cpu used_cpu_sys + used_cpu_user, summed over the live masters, us)
+  private final long[] redisCpuMicros;
+  // per second: CPU of this JVM (the simulated fleet, the SDK's threads and the harness), us
+  private final long[] harnessCpuMicros;
+  // per second: how long the sampling interval really was (us); the figures above are scaled to 1 s
+  private final long[] sampleIntervalMicros;
+  // per second: the latest a 2 ms tick started after its due time, and the longest tick (us)
+  private final AtomicLong[] tickLagMaxMicros;
+  private final AtomicLong[] tickRunMaxMicros;
+  // per second: grants and refusals from the SDK's fallback (Redis not asked or not in time)
+  private final LongAdder[] fallbackGrants;
+  private final LongAdder[] fallbackDenials;
+  // the simulated processes' tickers: each drives its own clients on its own thread
+  private final List<Shard> shards = new ArrayList<>();
+  // how late the backoff timers of retries fire (us), in the buckets of LAG_BOUNDS_MICROS
+  private static final long[] LAG_BOUNDS_MICROS = {100, 250, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, Long.MAX_VALUE};
+  private final LongAdder[] timerLag = adders(LAG_BOUNDS_MICROS.length);
+  private final AtomicLong timerLagMax = new AtomicLong();
+  // the harness's own EVALs (reading the window ring), not the budget's script calls
+  private final AtomicLong harnessEvals = new AtomicLong();
+  // what the simulated fleet costs this JVM once built
+  long heapBytesBefore;
+  long heapBytesAfter;
+  int threadsAfterBuild;
+  int peakThreads;
+  double buildSeconds;
+  double closeSeconds;
+  String loadBefore = "";
+  String loadAfter = "";
+  int budgetClients;
+  double connectWaitSeconds;
+  long connectedAtStart;
   private final LongAdder[] decisions = new LongAdder[BudgetDecision.Reason.values().length];
   private final LongAdder acquireErrors = new LongAdder();
   private static final long[] LATENCY_BOUNDS_MICROS = {100, 500, 1_000, 5_000, 10_000, 20_000, 50_000, Long.MAX_VALUE};
@@ -56,7 +86,10 @@ final class StormRun {
   private final AtomicLong[] maxDegraded;
 
   private ScheduledThreadPoolExecutor scheduler;
+  // t=0 of the recorded run; the tickers start warmupNanos before it (healthy, not recorded)
   private volatile long startNanos;
+  private volatile long warmStartNanos;
+  private final long warmupNanos;
 
   // whole-run Redis figures
   long evalshaCalls;
@@ -76,13 +109,25 @@ final class StormRun {
     this.outageStartNanos = TimeUnit.SECONDS.toNanos(o.healthySeconds);
     this.outageEndNanos = TimeUnit.SECONDS.toNanos(o.healthySeconds + o.outageSeconds);
     this.runNanos = TimeUnit.SECONDS.toNanos(seconds);
+    this.warmupNanos = TimeUnit.SECONDS.toNanos(o.warmupSeconds);
     this.perClientRate = o.rate / o.clients;
-    this.first = adders(seconds + 1);
-    this.retries = adders(seconds + 1);
-    this.redisEvalsha = new long[seconds + 1];
-    this.redisAll = new long[seconds + 1];
-    this.maxDegraded = new AtomicLong[seconds + 1];
-    for (int i = 0; i <= seconds; i++) {
+    this.first = adders(seconds + 2);
+    this.retries = adders(seconds + 2);
+    this.redisEvalsha = new long[seconds + 2];
+    this.redisAll = new long[seconds + 2];
+    this.redisCpuMicros = new long[seconds + 2];
+    this.harnessCpuMicros = new long[seconds + 2];
+    this.sampleIntervalMicros = new long[seconds + 2];
+    this.tickLagMaxMicros = new AtomicLong[seconds + 2];
+    this.tickRunMaxMicros = new AtomicLong[seconds + 2];
+    for (int i = 0; i <= seconds + 1; i++) {
+      tickLagMaxMicros[i] = new AtomicLong();
+      tickRunMaxMicros[i] = new AtomicLong();
+    }
+    this.fallbackGrants = adders(seconds + 2);
+    this.fallbackDenials = adders(seconds + 2);
+    this.maxDegraded = new AtomicLong[seconds + 2];
+    for (int i = 0; i <= seconds + 1; i++) {
       maxDegraded[i] = new AtomicLong();
     }
     for (int i = 0; i < decisions.length; i++) {
@@ -117,26 +162,42 @@ final class StormRun {
     try (Redis redis = o.redis.equals("cluster") ? Redis.cluster() : Redis.standalone()) {
       redisVersion = info(redis.budgetNode(), "server").lines().filter(l -> l.startsWith("redis_version:"))
           .map(l -> l.substring("redis_version:".length()).trim()).findFirst().orElse("?");
-      RedisBudgetClient budgetClient = null;
+      List<RedisBudgetClient> budgetClientList = new ArrayList<>();
       List<SimClient> clients = new ArrayList<>(o.clients);
       Random random = new Random(o.seed);
+      loadBefore = loadAverage();
+      System.gc();
+      heapBytesBefore = heapUsed();
+      long buildStart = System.nanoTime();
       try {
         if (strategy == Strategy.FLEET) {
-          RedisBudgetClient.Builder builder = RedisBudgetClient.builder(redis.options());
-          if (o.callTimeoutMillis != null) {
-            builder.callTimeout(java.time.Duration.ofMillis(o.callTimeoutMillis));
+          // One RedisBudgetClient per simulated process (its own Lettuce connection, event loops
+          // and timer thread), each with its share of the clients' budgets.
+          budgetClients = o.budgetClients;
+          for (int p = 0; p < budgetClients; p++) {
+            RedisBudgetClient.Builder builder = RedisBudgetClient.builder(redis.options());
+            if (o.callTimeoutMillis != null) {
+              builder.callTimeout(java.time.Duration.ofMillis(o.callTimeoutMillis));
+            }
+            if (o.fallback != null) {
+              builder.fallbackPolicy(io.retrybudget.budget.FallbackPolicy.valueOf(o.fallback));
+            }
+            budgetClientList.add(builder.build());
           }
-          if (o.fallback != null) {
-            builder.fallbackPolicy(io.retrybudget.budget.FallbackPolicy.valueOf(o.fallback));
-          }
-          budgetClient = builder.build();
           // Separate processes do not start their flush timers in the same millisecond: spread
           // the budgets' creation over one flush interval (500 ms by default).
           long gap = TimeUnit.MILLISECONDS.toNanos(500) / o.clients;
-          BudgetConfig config = BudgetConfig.builder(BUDGET_NAME).build();
+          BudgetConfig config = BudgetConfig.builder(BUDGET_NAME).ratio(o.ratio)
+              .minRetriesPerSecond(o.minRetriesPerSecond).windowSeconds(o.windowSeconds).build();
+          long next = System.nanoTime();
           for (int i = 0; i < o.clients; i++) {
-            clients.add(new SimClient(budgetClient.budget(config), random.nextDouble()));
-            LockSupport.parkNanos(gap);
+            // client i lives in process i % budgetClients
+            clients.add(new SimClient(budgetClientList.get(i % budgetClients).budget(config), random.nextDouble()));
+            next += gap;
+            long wait = next - System.nanoTime();
+            if (wait > 0) {
+              LockSupport.parkNanos(wait);
+            }
           }
         } else if (strategy == Strategy.LOCAL) {
           BudgetConfig finagle = BudgetConfig.builder(BUDGET_NAME)
@@ -149,16 +210,34 @@ final class StormRun {
             clients.add(new SimClient(null, random.nextDouble()));
           }
         }
+        buildSeconds = (System.nanoTime() - buildStart) / 1e9;
+        // A fleet is connected before its storm: wait (at most 20 s) until every RedisBudgetClient
+        // has reached Redis; on a loaded machine the first connect can miss its 2 s timeout.
+        long connectStart = System.nanoTime();
+        long connectUntil = connectStart + TimeUnit.SECONDS.toNanos(20);
+        while (budgetClientList.stream().anyMatch(RedisBudgetClient::isDegraded) && System.nanoTime() < connectUntil) {
+          LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+        }
+        connectWaitSeconds = (System.nanoTime() - connectStart) / 1e9;
+        connectedAtStart = budgetClientList.stream().filter(bc -> !bc.isDegraded()).count();
+        System.gc();
+        heapBytesAfter = heapUsed();
+        threadsAfterBuild = java.lang.management.ManagementFactory.getThreadMXBean().getThreadCount();
+        java.lang.management.ManagementFactory.getThreadMXBean().resetPeakThreadCount();
         drive(redis, clients);
+        peakThreads = java.lang.management.ManagementFactory.getThreadMXBean().getPeakThreadCount();
+        loadAfter = loadAverage();
       } finally {
+        long closeStart = System.nanoTime();
         for (SimClient c : clients) {
           if (c.budget != null) {
             c.budget.close();
           }
         }
-        if (budgetClient != null) {
-          budgetClient.close();
+        for (RedisBudgetClient bc : budgetClientList) {
+          bc.close();
         }
+        closeSeconds = (System.nanoTime() - closeStart) / 1e9;
       }
     }
   }
@@ -188,7 +267,8 @@ final class StormRun {
 
     /** The process serving the budget's keys now (after a failover: the promoted replica). */
     RedisServerProcess budgetNode() {
-      return standalone != null ? standalone : cluster.masterFor(new BudgetKeys(BUDGET_NAME, true).config());
+      // every key of the budget carries the hash tag {storm}: the tag alone names their slot
+      return standalone != null ? standalone : cluster.masterFor("{" + BUDGET_NAME + "}");
     }
 
     /** Every live master. */
@@ -225,6 +305,16 @@ final class StormRun {
       return sb.toString();
     }
 
+    /** INFO cpu used_cpu_sys + used_cpu_user summed over the live masters, in microseconds. */
+    long cpuMicros() {
+      long sum = 0;
+      for (RedisServerProcess m : masters()) {
+        String cpu = info(m, "cpu");
+        sum += cpuField(cpu, "used_cpu_sys:") + cpuField(cpu, "used_cpu_user:");
+      }
+      return sum;
+    }
+
     void resetStats() {
       for (RedisServerProcess m : masters()) {
         m.call("CONFIG", "RESETSTAT");
@@ -241,6 +331,30 @@ final class StormRun {
     }
   }
 
+  /**
+   * The clients of one simulated process, driven by one ticker thread of their own (so a slow SDK
+   * call in one process does not hold back the others), every 2 ms.
+   */
+  private final class Shard {
+    final int index;
+    final List<SimClient> clients = new ArrayList<>();
+    final long[] lags = new long[(int) (runNanos / TICK_NANOS) + 1000]; // this ticker's thread only
+    int count; // ticks run; this ticker's thread only (a fixed-rate task never overlaps itself)
+    int recorded; // ticks of the recorded run (t >= 0) in lags; this ticker's thread only
+    final ScheduledThreadPoolExecutor ticker;
+
+    Shard(int index) {
+      this.index = index;
+      this.ticker = new ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "storm-ticker-" + index);
+        t.setDaemon(true);
+        return t;
+      });
+    }
+  }
+
+  private java.util.concurrent.atomic.AtomicLongArray degradedByShard;
+
   private void drive(Redis redis, List<SimClient> clients) throws InterruptedException {
     scheduler = new ScheduledThreadPoolExecutor(2, r -> {
       Thread t = new Thread(r, "storm-" + strategy.id);
@@ -248,13 +362,36 @@ final class StormRun {
       return t;
     });
     scheduler.setRemoveOnCancelPolicy(true);
+    // one ticker per simulated process (fleet: per RedisBudgetClient; else one per 1,000 clients)
+    int shardCount = strategy == Strategy.FLEET ? Math.max(1, budgetClients) : o.budgetClients;
+    for (int i = 0; i < shardCount; i++) {
+      shards.add(new Shard(i));
+    }
+    for (int i = 0; i < clients.size(); i++) {
+      shards.get(i % shardCount).clients.add(clients.get(i));
+    }
+    degradedByShard = new java.util.concurrent.atomic.AtomicLongArray(shardCount);
+    CountDownLatch done = new CountDownLatch(shardCount);
+    warmStartNanos = System.nanoTime();
+    startNanos = warmStartNanos + warmupNanos;
+    List<ScheduledFuture<?>> tickers = new ArrayList<>();
+    for (Shard shard : shards) {
+      tickers.add(shard.ticker.scheduleAtFixedRate(() -> tick(shard, done), 0, TICK_NANOS, TimeUnit.NANOSECONDS));
+    }
+    // warm-up: healthy traffic, not recorded (JIT, connections, every client's first calls, and a
+    // budget window that holds healthy traffic when the recorded run starts), then t=0
+    long untilStart;
+    while ((untilStart = startNanos - System.nanoTime()) > 0) {
+      LockSupport.parkNanos(untilStart);
+    }
     redis.resetStats();
-    CountDownLatch done = new CountDownLatch(1);
-    startNanos = System.nanoTime();
-    ScheduledFuture<?> ticker = scheduler.scheduleAtFixedRate(() -> tick(clients, done), 0, TICK_NANOS, TimeUnit.NANOSECONDS);
+    harnessEvals.set(0);
     // Redis command statistics once a second, on this thread
     long prevEval = 0;
     long prevAll = 0;
+    long prevCpu = redis.cpuMicros();
+    long prevHarness = processCpuMicros();
+    long prevSample = System.nanoTime();
     for (int s = 1; s <= seconds; s++) {
       long at = startNanos + TimeUnit.SECONDS.toNanos(s);
       long wait;
@@ -262,11 +399,22 @@ final class StormRun {
         LockSupport.parkNanos(wait);
       }
       String stats = redis.commandstats();
-      long ev = scriptCalls(stats);
+      long cpu = redis.cpuMicros();
+      long harness = processCpuMicros();
+      // a starved sampler reads late: every figure of the interval is scaled to one second
+      long sampledAt = System.nanoTime();
+      long interval = Math.max(1, sampledAt - prevSample);
+      sampleIntervalMicros[s - 1] = interval / 1000;
+      prevSample = sampledAt;
+      redisCpuMicros[s - 1] = perSecond(Math.max(0, cpu - prevCpu), interval);
+      harnessCpuMicros[s - 1] = perSecond(Math.max(0, harness - prevHarness), interval);
+      prevCpu = cpu;
+      prevHarness = harness;
+      long ev = scriptCalls(stats) - harnessEvals.get();
       long all = appCalls(stats);
       // a master killed takes its counts with it: never a negative second
-      redisEvalsha[s - 1] = Math.max(0, ev - prevEval);
-      redisAll[s - 1] = Math.max(0, all - prevAll);
+      redisEvalsha[s - 1] = perSecond(Math.max(0, ev - prevEval), interval);
+      redisAll[s - 1] = perSecond(Math.max(0, all - prevAll), interval);
       prevEval = ev;
       prevAll = all;
       if (strategy == Strategy.FLEET) {
@@ -285,12 +433,19 @@ final class StormRun {
         System.out.printf("  t=%2ds kill -9 of the budget's master (port %d)%n", s, victim.port());
       }
       if (s % 5 == 0 || s == seconds) {
-        System.out.printf("  t=%2ds first=%5d retries=%5d redis evalsha=%5d%n", s - 1,
-            first[s - 1].sum(), retries[s - 1].sum(), redisEvalsha[s - 1]);
+        System.out.printf("  t=%2ds first=%6d retries=%6d redis evalsha=%6d redis cpu=%4d ms harness cpu=%5d ms tick lag max=%6d us%n", s - 1,
+            first[s - 1].sum(), retries[s - 1].sum(), redisEvalsha[s - 1], redisCpuMicros[s - 1] / 1000,
+            harnessCpuMicros[s - 1] / 1000, tickLagMaxMicros[s - 1].get());
       }
     }
     done.await(5, TimeUnit.SECONDS);
-    ticker.cancel(false);
+    for (ScheduledFuture<?> t : tickers) {
+      t.cancel(false);
+    }
+    for (Shard shard : shards) {
+      shard.ticker.shutdown();
+      shard.ticker.awaitTermination(5, TimeUnit.SECONDS);
+    }
     // let retries already granted finish (there are none once the backend is healthy again)
     long drainUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
     while (inFlight.get() > 0 && System.nanoTime() < drainUntil) {
@@ -301,7 +456,7 @@ final class StormRun {
       sampleWindow(redis);
     }
     String stats = redis.commandstats();
-    evalshaCalls = scriptCalls(stats);
+    evalshaCalls = scriptCalls(stats) - harnessEvals.get();
     String own = info(redis.budgetNode(), "commandstats");
     evalshaUsecPerCall = field(own, "cmdstat_evalsha:", "usec_per_call=");
     allCalls = appCalls(stats);
@@ -313,18 +468,32 @@ final class StormRun {
     scheduler.awaitTermination(5, TimeUnit.SECONDS);
   }
 
-  private void tick(List<SimClient> clients, CountDownLatch done) {
-    long elapsed = System.nanoTime() - startNanos;
+  private void tick(Shard shard, CountDownLatch done) {
+    long now0 = System.nanoTime();
+    long elapsed = now0 - startNanos;
     if (elapsed >= runNanos) {
-      done.countDown();
+      if (shard.count >= 0) {
+        shard.count = -shard.count - 1; // finished: counted down once
+        done.countDown();
+      }
       return;
     }
-    double elapsedSeconds = elapsed / 1e9;
+    // a fixed-rate tick n is due at warm start + n x 2 ms; how late it starts is the harness's own lag
+    long sinceWarmStart = now0 - warmStartNanos;
+    long lagMicros = Math.max(0, (sinceWarmStart - shard.count * TICK_NANOS) / 1000);
+    if (elapsed >= 0 && shard.recorded < shard.lags.length) {
+      shard.lags[shard.recorded++] = lagMicros;
+    }
+    shard.count++;
+    List<SimClient> clients = shard.clients;
+    tickLagMaxMicros[second(elapsed)].accumulateAndGet(lagMicros, Math::max);
+    // clients are paced from the warm start, so the warm-up sends at the same rate
+    double elapsedSeconds = sinceWarmStart / 1e9;
     long degradedNow = 0;
     for (SimClient c : clients) {
       if (c.budget != null && c.budget.isDegraded()) {
         degradedNow++;
-        if (!c.everDegraded) {
+        if (!c.everDegraded && elapsed >= 0) {
           c.everDegraded = true;
           everDegraded.incrementAndGet();
         }
@@ -335,16 +504,25 @@ final class StormRun {
         firstAttempt(c);
       }
     }
-    long now = degradedNow;
+    degradedByShard.set(shard.index, degradedNow);
+    long now = 0;
+    for (int i = 0; i < degradedByShard.length(); i++) {
+      now += degradedByShard.get(i);
+    }
     maxDegraded[second(elapsed)].accumulateAndGet(now, Math::max);
+    tickRunMaxMicros[second(elapsed)].accumulateAndGet((System.nanoTime() - now0) / 1000, Math::max);
   }
 
   private boolean failing(long elapsed) {
     return elapsed >= outageStartNanos && elapsed < outageEndNanos;
   }
 
+  /** The per-second slot: 0..seconds-1, {@code seconds} after the run, {@code seconds + 1} the warm-up (never reported). */
   private int second(long elapsed) {
-    return (int) Math.min(seconds, Math.max(0, elapsed / 1_000_000_000L));
+    if (elapsed < 0) {
+      return seconds + 1;
+    }
+    return (int) Math.min(seconds, elapsed / 1_000_000_000L);
   }
 
   private void firstAttempt(SimClient c) {
@@ -382,6 +560,11 @@ final class StormRun {
           return;
         }
         decisions[decision.reason().ordinal()].increment();
+        if (decision.reason() == BudgetDecision.Reason.GRANTED_FALLBACK) {
+          fallbackGrants[second(System.nanoTime() - startNanos)].increment();
+        } else if (decision.reason() == BudgetDecision.Reason.DENIED_FALLBACK) {
+          fallbackDenials[second(System.nanoTime() - startNanos)].increment();
+        }
         if (decision.granted()) {
           // the permit is counted now, before the backoff, as the SDK does
           scheduleRetry(c, attempts + 1);
@@ -396,9 +579,17 @@ final class StormRun {
     long delay = o.backoffMinMillis
         + (o.backoffMaxMillis > o.backoffMinMillis ? ThreadLocalRandom.current().nextInt(o.backoffMaxMillis - o.backoffMinMillis + 1) : 0);
     inFlight.incrementAndGet();
+    long due = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delay);
     try {
       scheduler.schedule(() -> {
         try {
+          long lateMicros = Math.max(0, (System.nanoTime() - due) / 1000);
+          int b = 0;
+          while (lateMicros >= LAG_BOUNDS_MICROS[b]) {
+            b++;
+          }
+          timerLag[b].increment();
+          timerLagMax.accumulateAndGet(lateMicros, Math::max);
           retry(c, attempt);
         } finally {
           inFlight.decrementAndGet();
@@ -419,17 +610,57 @@ final class StormRun {
 
   /** Reads the budget's bucket ring; a bucket stays in it for a whole window after it closes. */
   private void sampleWindow(Redis redis) {
+    if (windowRingGone) {
+      return;
+    }
     long[][] slots;
     try {
-      slots = new WindowRing(redis.budgetNode(), new BudgetKeys(BUDGET_NAME)).slots();
+      slots = readWindowRing(redis.budgetNode());
+    } catch (ReflectiveOperationException | LinkageError e) {
+      // the design under test has no such ring (another layout): not measured
+      windowRingGone = true;
+      return;
     } catch (RuntimeException e) {
       return; // the node is failing over: sample next second
     }
     for (long[] slot : slots) {
-      if (slot[WindowRing.T] != 0) {
-        redisGrantedByBucket.merge(slot[WindowRing.T], slot[WindowRing.G], Math::max);
+      if (slot[0] != 0) {
+        redisGrantedByBucket.merge(slot[0], slot[2], Math::max);
       }
     }
+  }
+
+  private volatile boolean windowRingGone;
+
+  /**
+   * The budget's bucket ring, through client-sdk's test helper {@code WindowRing} (slots of {t, q,
+   * g, ...}). Found by reflection, so that this harness also builds and runs against a design
+   * without that ring; it reads with one EVAL, which is taken out of the script calls.
+   */
+  private long[][] readWindowRing(RedisServerProcess node) throws ReflectiveOperationException {
+    Class<?> keysType = Class.forName("io.retrybudget.budget.redis.BudgetKeys");
+    Object keys = keysType.getConstructor(String.class).newInstance(BUDGET_NAME);
+    Class<?> ringType = Class.forName("io.retrybudget.budget.redis.WindowRing");
+    Object ring = ringType.getConstructor(RedisServerProcess.class, keysType).newInstance(node, keys);
+    harnessEvals.incrementAndGet();
+    try {
+      return (long[][]) ringType.getMethod("slots").invoke(ring);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        if (re instanceof java.io.UncheckedIOException) {
+          harnessEvals.decrementAndGet(); // never reached Redis
+        } else if (!(re instanceof IllegalStateException)) {
+          windowRingGone = true; // the script failed on a value of another layout
+        }
+        throw re;
+      }
+      throw e;
+    }
+  }
+
+  /** Whether the grants Redis counted were read (the design under test has the v2 bucket ring). */
+  boolean redisGrantedKnown() {
+    return !windowRingGone;
   }
 
   /** Retries Redis counted as granted over the whole run (fleet strategy). */
@@ -452,6 +683,38 @@ final class StormRun {
       }
     }
     return "-";
+  }
+
+  static long cpuField(String info, String name) {
+    for (String l : info.split("\r?\n")) {
+      if (l.startsWith(name)) {
+        return Math.round(Double.parseDouble(l.substring(name.length()).trim()) * 1_000_000);
+      }
+    }
+    return 0;
+  }
+
+  static long processCpuMicros() {
+    java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+      return sun.getProcessCpuTime() / 1000;
+    }
+    return 0;
+  }
+
+  static long heapUsed() {
+    Runtime rt = Runtime.getRuntime();
+    return rt.totalMemory() - rt.freeMemory();
+  }
+
+  static String loadAverage() {
+    try {
+      String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg")).trim().split("\\s+");
+      return f[0] + " " + f[1] + " " + f[2];
+    } catch (java.io.IOException | RuntimeException e) {
+      double l = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+      return l < 0 ? "?" : String.format(java.util.Locale.ROOT, "%.2f", l);
+    }
   }
 
   static String info(RedisServerProcess redis, String section) {
@@ -530,6 +793,86 @@ final class StormRun {
       prev = bound;
     }
     return sb.toString().trim();
+  }
+
+  long redisCpuMicros(int second) {
+    return redisCpuMicros[second];
+  }
+
+  static long perSecond(long delta, long intervalNanos) {
+    return Math.round(delta * 1e9 / intervalNanos);
+  }
+
+  long sampleIntervalMicros(int second) {
+    return sampleIntervalMicros[second];
+  }
+
+  long harnessCpuMicros(int second) {
+    return harnessCpuMicros[second];
+  }
+
+  long tickLagMaxMicros(int second) {
+    return tickLagMaxMicros[second].get();
+  }
+
+  long tickRunMaxMicros(int second) {
+    return tickRunMaxMicros[second].get();
+  }
+
+  long fallbackGrants(int second) {
+    return fallbackGrants[second].sum();
+  }
+
+  long fallbackDenials(int second) {
+    return fallbackDenials[second].sum();
+  }
+
+  /** Percentiles of how late the 2 ms ticks started: p50 / p99 / p99.9 / max, in microseconds. */
+  long[] tickLagPercentiles() {
+    int n = 0;
+    for (Shard shard : shards) {
+      n += Math.min(ticksOf(shard), shard.lags.length);
+    }
+    long[] sorted = new long[n];
+    int at = 0;
+    for (Shard shard : shards) {
+      int k = Math.min(ticksOf(shard), shard.lags.length);
+      System.arraycopy(shard.lags, 0, sorted, at, k);
+      at += k;
+    }
+    java.util.Arrays.sort(sorted);
+    if (n == 0) {
+      return new long[4];
+    }
+    return new long[] {sorted[(int) (0.5 * (n - 1))], sorted[(int) (0.99 * (n - 1))], sorted[(int) (0.999 * (n - 1))], sorted[n - 1]};
+  }
+
+  int ticks() {
+    int n = 0;
+    for (Shard shard : shards) {
+      n += ticksOf(shard);
+    }
+    return n;
+  }
+
+  int tickers() {
+    return shards.size();
+  }
+
+  private static int ticksOf(Shard shard) {
+    return shard.recorded;
+  }
+
+  String timerLagHistogram() {
+    StringBuilder sb = new StringBuilder();
+    long prev = 0;
+    for (int i = 0; i < LAG_BOUNDS_MICROS.length; i++) {
+      long bound = LAG_BOUNDS_MICROS[i];
+      String range = bound == Long.MAX_VALUE ? ">=" + prev / 1000.0 + "ms" : "<" + (bound < 1000 ? bound + "us" : bound / 1000 + "ms");
+      sb.append(range).append(':').append(timerLag[i].sum()).append(' ');
+      prev = bound;
+    }
+    return sb.toString().trim() + " (max " + timerLagMax.get() / 1000.0 + " ms)";
   }
 
   long maxDegraded(int second) {
