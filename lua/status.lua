@@ -70,4 +70,22 @@ local allowance = math.floor(requests / 1000000) * ratio_ppm
 local retry_ratio = '0'
 if requests > 0 then retry_ratio = string.format('%.6f', retries / requests) end
 
-return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src }
+local reply = { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src }
+-- ARGV[5] = 'buckets': append, as the last element, the window bucket by bucket (oldest first):
+-- { bucket_ms, now_ms, then start_ms, requests, retries, denied for each of the 10 buckets }
+if ARGV[5] == 'buckets' then
+  local per = { bucket_ms, now_ms }
+  for k = cur - BUCKETS + 1, cur do
+    local q, g, d = 0, 0, 0
+    if w and w[1] == bucket_ms then
+      local b = 2 + (k % RING) * FIELDS
+      if w[b] == k then q, g, d = w[b + 1], w[b + 2], w[b + 3] end
+    end
+    per[#per + 1] = k * bucket_ms
+    per[#per + 1] = q
+    per[#per + 1] = g
+    per[#per + 1] = d
+  end
+  reply[#reply + 1] = per
+end
+return reply

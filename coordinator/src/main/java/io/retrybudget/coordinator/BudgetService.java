@@ -61,6 +61,11 @@ final class BudgetService {
     return onContext(scripts.status(name, DEFAULTS)).map(BudgetStatus::of);
   }
 
+  /** {@link #status} with the window bucket by bucket. */
+  Future<BudgetStatus> statusWithBuckets(String name) {
+    return onContext(scripts.status(name, DEFAULTS, true)).map(BudgetStatus::of);
+  }
+
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
     ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
         update.mode());

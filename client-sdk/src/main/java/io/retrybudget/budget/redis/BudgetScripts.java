@@ -145,13 +145,24 @@ public final class BudgetScripts {
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */
   public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults) {
+    return status(name, defaults, false);
+  }
+
+  /**
+   * status.lua, read only; with {@code buckets} the reply also carries the window bucket by bucket
+   * ({@link StatusReply#buckets()}), else that is null.
+   */
+  public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults, boolean buckets) {
     BudgetKeys k = keys(name);
-    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, settingsArgs(defaults))
+    String[] d = settingsArgs(defaults);
+    String[] args = buckets ? new String[] {d[0], d[1], d[2], d[3], "buckets"} : d;
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window()}, args)
         .handle((r, error) -> {
           if (error != null) {
             throw new CompletionException(translate(name, unwrap(error)));
           }
-          if (r == null || r.size() != 12) {
+          // 12 elements, then (when asked for) the buckets as the last one
+          if (r == null || r.size() < 12 || (buckets && !(r.get(r.size() - 1) instanceof List))) {
             throw new IllegalStateException("unexpected status.lua reply: " + r);
           }
           String src = String.valueOf(r.get(11));
@@ -163,8 +174,21 @@ public final class BudgetScripts {
           return new StatusReply(name, (int) asLong(r.get(0)), asLong(r.get(1)), asLong(r.get(2)), asLong(r.get(3)),
               asLong(r.get(4)), asLong(r.get(5)),
               new BudgetSettings(asLong(r.get(6)), (int) asLong(r.get(7)), (int) asLong(r.get(8)), String.valueOf(r.get(9))),
-              Double.parseDouble(String.valueOf(r.get(10))), source);
+              Double.parseDouble(String.valueOf(r.get(10))), source,
+              buckets ? windowBuckets((List<?>) r.get(r.size() - 1)) : null);
         });
+  }
+
+  private static StatusReply.WindowBuckets windowBuckets(List<?> flat) {
+    if (flat.size() < 2 || (flat.size() - 2) % 4 != 0) {
+      throw new IllegalStateException("unexpected status.lua buckets: " + flat);
+    }
+    List<StatusReply.Bucket> out = new ArrayList<>((flat.size() - 2) / 4);
+    for (int i = 2; i < flat.size(); i += 4) {
+      out.add(new StatusReply.Bucket(asLong(flat.get(i)), asLong(flat.get(i + 1)), asLong(flat.get(i + 2)),
+          asLong(flat.get(i + 3))));
+    }
+    return new StatusReply.WindowBuckets(asLong(flat.get(0)), asLong(flat.get(1)), List.copyOf(out));
   }
 
   /** configure.lua: sets the fields given (marking the configuration as set), the rest kept or defaulted. */

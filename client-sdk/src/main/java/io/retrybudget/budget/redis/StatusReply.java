@@ -6,6 +6,7 @@ package io.retrybudget.budget.redis;
  * @param keysPresent how many of the configuration and window keys exist (0, 1 or 2)
  * @param source who wrote the stored configuration
  * @param retryRatio retries / first attempts in the window (six decimals in Redis)
+ * @param buckets the window bucket by bucket, when asked for; else null
  */
 public record StatusReply(
     String name,
@@ -17,7 +18,29 @@ public record StatusReply(
     long activeClients,
     BudgetSettings settings,
     double retryRatio,
-    Source source) {
+    Source source,
+    WindowBuckets buckets) {
+
+  /** Without the buckets. */
+  public StatusReply(String name, int keysPresent, long requests, long retries, long denied, long allowance,
+      long activeClients, BudgetSettings settings, double retryRatio, Source source) {
+    this(name, keysPresent, requests, retries, denied, allowance, activeClients, settings, retryRatio, source, null);
+  }
+
+  /**
+   * The window's buckets, oldest first (the one now filling last).
+   *
+   * @param bucketMillis the length of one bucket (a tenth of the window)
+   * @param nowMillis Redis's clock when it answered
+   */
+  public record WindowBuckets(long bucketMillis, long nowMillis, java.util.List<Bucket> buckets) {}
+
+  /**
+   * One bucket of the window, counted in full (status.lua's totals count the leaving one by its share).
+   *
+   * @param startMillis when the bucket began, on Redis's clock
+   */
+  public record Bucket(long startMillis, long requests, long retries, long denied) {}
 
   /** Who wrote a stored configuration. */
   public enum Source {
