@@ -101,6 +101,21 @@ class StatusPageTest {
     assertEquals(204, send("OPTIONS", "/budgets/x").statusCode());
   }
 
+  /** A name in Redis's index that no budget may have (written by hand, or by a bug) does not take the listing down. */
+  @Test
+  void aHostileNameInTheIndexIsListedAsBrokenNotA503() throws Exception {
+    redis.flushAll();
+    String hostile = "<img src=x onerror=alert(1)>";
+    redis.server().call("ZADD", io.retrybudget.budget.redis.BudgetKeys.STANDALONE_INDEX, "99999999999999", hostile);
+    var r = send("GET", "/v1/budgets");
+    assertEquals(200, r.statusCode(), r.body());
+    var body = new io.vertx.core.json.JsonObject(r.body());
+    assertEquals(0, body.getJsonArray("budgets").size());
+    var broken = body.getJsonArray("broken").getJsonObject(0);
+    assertEquals(hostile, broken.getString("name"));
+    assertEquals("member", broken.getString("field"));
+  }
+
   /** Data reaches the page as text only; the CSP forbids inline script and style, so the markup has none. */
   @Test
   void pageWritesDataAsTextOnly() throws Exception {
