@@ -157,5 +157,23 @@ else
   balance = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap)
 end
 
-return { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio, src,
-    math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+local reply = { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio,
+    src, math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+-- ARGV[6] = 'buckets': append, as the last element, the window bucket by bucket (oldest first):
+-- { bucket_ms, now_ms, then start_ms, requests, retries, denied for each of the 10 buckets }
+if ARGV[6] == 'buckets' then
+  local per = { bucket_ms, now_ms }
+  for k = cur - BUCKETS + 1, cur do
+    local q, g, d = 0, 0, 0
+    if w and w[1] == bucket_ms then
+      local b = 2 + (k % RING) * FIELDS
+      if w[b] == k then q, g, d = w[b + 1], w[b + 2], w[b + 3] end
+    end
+    per[#per + 1] = k * bucket_ms
+    per[#per + 1] = q
+    per[#per + 1] = g
+    per[#per + 1] = d
+  end
+  reply[#reply + 1] = per
+end
+return reply

@@ -83,6 +83,9 @@ final class BudgetApi {
     read(router, "/health/ready", null, this::ready);
     read(router, "/openapi.yaml", null, ctx -> ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
         .end(openApi));
+    for (StatusPage.Route r : StatusPage.load().routes()) {
+      read(router, r.path(), r.query(), r.handler());
+    }
     methodNotAllowed(router);
 
     router.errorHandler(404, ctx -> error(ctx, 404, "path", "no such resource"));
@@ -253,7 +256,7 @@ final class BudgetApi {
       badRequest(ctx, e);
       return;
     }
-    budgets.status(name).onComplete(r -> {
+    budgets.statusWithBuckets(name).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
       } else if (!r.result().exists()) {

@@ -1,8 +1,10 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetNames;
 import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetCall;
+import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.ConfigChange;
@@ -59,6 +61,11 @@ final class BudgetService {
   /** Fails with {@link BrokenBudgetException} when the budget's keys hold bad state. */
   Future<BudgetStatus> status(String name) {
     return onContext(scripts.status(name, DEFAULTS)).map(BudgetStatus::of);
+  }
+
+  /** {@link #status} with the window bucket by bucket. */
+  Future<BudgetStatus> statusWithBuckets(String name) {
+    return onContext(scripts.status(name, DEFAULTS, true)).map(BudgetStatus::of);
   }
 
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
@@ -120,7 +127,11 @@ final class BudgetService {
       }
       List<Future<BudgetStatus>> all = new ArrayList<>();
       for (String n : wanted) {
-        all.add(status(n));
+        // the index is data in Redis: a member no budget may be named (written by hand) is listed as
+        // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
+        all.add(BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
+            scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
+            "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM")));
       }
       return Future.join(all).transform(done -> {
         List<BudgetStatus> out = new ArrayList<>();

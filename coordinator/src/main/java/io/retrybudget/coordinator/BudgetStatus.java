@@ -1,9 +1,13 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.redis.StatusReply;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
-/** One budget's configuration and window, as {@code GET /v1/budgets/{name}} shows it. */
+/**
+ * One budget's configuration and window, as {@code GET /v1/budgets/{name}} shows it (with the window
+ * bucket by bucket; the listing leaves {@code buckets} null).
+ */
 record BudgetStatus(
     String name,
     boolean exists,
@@ -19,14 +23,15 @@ record BudgetStatus(
     StatusReply.Source source,
     int maxCallsPerSecond,
     long available,
-    long nextGrantMillis) {
+    long nextGrantMillis,
+    StatusReply.WindowBuckets buckets) {
 
   /** From status.lua's reply, as the SDK's protocol parsed it. */
   static BudgetStatus of(StatusReply r) {
     return new BudgetStatus(r.name(), r.exists(), r.settings().mode(), r.settings().ratioPpm(),
         r.settings().windowSeconds(), r.settings().minRetriesPerSecond(), r.requests(), r.retries(), r.denied(),
         r.allowance(), r.activeClients(), r.source(), r.settings().maxCallsPerSecond(), r.available(),
-        r.nextGrantMillis());
+        r.nextGrantMillis(), r.buckets());
   }
 
   double ratio() {
@@ -47,7 +52,7 @@ record BudgetStatus(
   }
 
   JsonObject toJson() {
-    return new JsonObject()
+    JsonObject json = new JsonObject()
         .put("name", name)
         .put("mode", mode)
         .put("ratio", ratio())
@@ -63,5 +68,14 @@ record BudgetStatus(
         .put("active_clients", activeClients)
         .put("max_calls_per_second", maxCallsPerSecond)
         .put("next_grant_ms", nextGrantMillis);
+    if (buckets != null) {
+      JsonArray items = new JsonArray();
+      for (StatusReply.Bucket b : buckets.buckets()) {
+        items.add(new JsonObject().put("start_ms", b.startMillis()).put("requests", b.requests())
+            .put("retries", b.retries()).put("denied", b.denied()));
+      }
+      json.put("bucket_ms", buckets.bucketMillis()).put("now_ms", buckets.nowMillis()).put("buckets", items);
+    }
+    return json;
   }
 }

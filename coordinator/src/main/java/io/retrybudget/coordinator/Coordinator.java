@@ -107,6 +107,7 @@ public final class Coordinator implements AutoCloseable {
       if (!fileBudgets.isEmpty()) {
         LOG.info("applied " + fileBudgets.size() + " budgets from " + config.budgetsFile());
       }
+      StatusPage.load(); // the page's files, read from the jar here, not on the event loop
       String endpoint = local != null ? "127.0.0.1:" + local.port() : config.redisEndpoint();
       CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets, serverOptions,
           httpTags, endpoint, openApiDocument());

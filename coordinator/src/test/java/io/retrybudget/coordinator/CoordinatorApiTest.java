@@ -98,6 +98,41 @@ class CoordinatorApiTest {
   }
 
   @Test
+  void oneBudgetShowsItsWindowBucketByBucket() throws Exception {
+    api.write("configureBudget", "PUT", "/v1/budgets/chart", "{\"ratio\": 0.1, \"window_seconds\": 20, \"min_retries_per_second\": 0}");
+    api.write("countRequests", "POST", "/v1/budgets/chart/requests", "{\"count\": 100}");
+    api.write("acquireRetries", "POST", "/v1/budgets/chart/retries", "{\"count\": 7}");
+    assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/chart/retries", "{\"count\": 4}").status());
+
+    JsonObject status = api.get("getBudget", "/v1/budgets/chart").json();
+    assertEquals(2000, status.getLong("bucket_ms"), "a tenth of the window");
+    var buckets = status.getJsonArray("buckets");
+    assertEquals(10, buckets.size());
+    long requests = 0;
+    long retries = 0;
+    long denied = 0;
+    for (int i = 0; i < buckets.size(); i++) {
+      JsonObject b = buckets.getJsonObject(i);
+      if (i > 0) {
+        assertEquals(buckets.getJsonObject(i - 1).getLong("start_ms") + 2000, b.getLong("start_ms"), "oldest first, consecutive");
+      }
+      requests += b.getLong("requests");
+      retries += b.getLong("retries");
+      denied += b.getLong("denied");
+    }
+    long lastStart = buckets.getJsonObject(9).getLong("start_ms");
+    long now = status.getLong("now_ms");
+    assertTrue(lastStart <= now && now < lastStart + 2000, "the last bucket is the one filling now: " + lastStart + " " + now);
+    assertEquals(100, requests);
+    assertEquals(7, retries);
+    assertEquals(4, denied, "all or none: the refused 4 are counted as denied");
+    assertEquals(status.getLong("requests"), requests, "the totals are the buckets' sums while none is leaving");
+
+    var listed = api.get("listBudgets", "/v1/budgets").json().getJsonArray("budgets").getJsonObject(0);
+    assertFalse(listed.containsKey("buckets"), "the listing stays compact");
+  }
+
+  @Test
   void listsEveryBudget() throws Exception {
     for (String name : new String[] {"a", "b.c", "d-e_f"}) {
       api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests", "{\"count\": 1}");

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.coordinator.BudgetsFile;
 import io.retrybudget.coordinator.Coordinator;
 import io.retrybudget.coordinator.CoordinatorConfig;
+import io.retrybudget.deploy.demo.LoadDemo;
 import io.retrybudget.testing.RedisExtension;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -53,7 +54,7 @@ class DeployFilesTest {
     assertTrue(df.contains("EXPOSE " + PORT));
     assertTrue(df.contains("ENV COORDINATOR_PORT=" + PORT));
     assertTrue(df.contains("http://127.0.0.1:" + PORT + "/health/ready"));
-    assertTrue(df.contains("-pl coordinator -am package"), "builds the module the README builds");
+    assertTrue(df.contains("-pl coordinator,deploy -am package"), "builds the coordinator (as the README does) and the load demo");
     assertTrue(df.contains("/src/coordinator/target/coordinator.jar"));
     assertTrue(Files.exists(Path.of("../coordinator/target/coordinator.jar")), "the jar the image copies is what the build makes");
     Matcher entry = Pattern.compile("(?m)^ENTRYPOINT (.*)$").matcher(df);
@@ -61,9 +62,91 @@ class DeployFilesTest {
     Matcher user = Pattern.compile("(?m)^USER (\\d+)").matcher(df);
     assertTrue(user.find() && !user.group(1).equals("0"), "runs as a non-root user");
     assertTrue(df.indexOf("FROM ") != df.lastIndexOf("FROM "), "multi-stage");
-    for (String copied : List.of("pom.xml", "lua", "client-sdk", "coordinator", "bench/pom.xml", "deploy/pom.xml")) {
-      assertTrue(Files.exists(Path.of("..", copied)), "Dockerfile copies " + copied);
+    Matcher copy = Pattern.compile("(?m)^COPY (?!--)(\\S+) (\\S+)$").matcher(df);
+    List<String> copied = new java.util.ArrayList<>();
+    while (copy.find()) {
+      assertTrue(Files.exists(Path.of("..", copy.group(1))), "Dockerfile copies " + copy.group(1) + ", which exists");
+      copied.add(copy.group(1));
     }
+    // Maven reads the whole reactor: every module's pom must be in the image, else the build fails
+    // ("Child module ... does not exist"), whatever -pl says
+    Matcher module = Pattern.compile("<module>([^<]+)</module>").matcher(DeployFiles.text("../pom.xml"));
+    int modules = 0;
+    while (module.find()) {
+      modules++;
+      String m = module.group(1);
+      assertTrue(copied.contains(m + "/pom.xml") || copied.contains(m), "the image holds " + m + "/pom.xml");
+    }
+    assertTrue(modules >= 11, "the root pom's modules: " + modules);
+    for (String built : List.of("lua", "client-sdk", "coordinator", "deploy")) {
+      assertTrue(copied.contains(built), "the sources of " + built + " are in the image");
+    }
+    assertTrue(df.contains("COPY --from=build /src/deploy/target/load-demo.jar /app/load-demo.jar"), "the load demo");
+    String pom = DeployFiles.text("pom.xml");
+    assertTrue(pom.contains("<finalName>load-demo</finalName>")
+        && pom.contains("<mainClass>" + LoadDemo.class.getName() + "</mainClass>"), "deploy/pom.xml shades the demo's jar");
+  }
+
+  @Test
+  void composeRunsTheLoadDemoScrapedByPrometheus() {
+    Map<String, Object> compose = DeployFiles.yaml("docker-compose.yml");
+    Map<String, Object> demo = at(compose, "services", "demo");
+    assertEquals(at(compose, "services", "coordinator", "build"), demo.get("build"), "the coordinator's image");
+    List<String> entry = at(demo, "entrypoint");
+    assertEquals(List.of("-jar", "/app/load-demo.jar"), entry.subList(entry.size() - 2, entry.size()));
+    assertTrue(entry.contains("-XX:+ExitOnOutOfMemoryError"));
+    Map<String, Object> env = at(demo, "environment");
+    assertTrue(LoadDemo.VARIABLES.containsAll(env.keySet()), "unknown variables in " + env.keySet());
+    Map<String, String> strings = new java.util.HashMap<>();
+    env.forEach((k, v) -> strings.put(k, String.valueOf(v)));
+    LoadDemo.Settings settings = LoadDemo.Settings.fromEnvironment(strings);
+    assertEquals("redis://redis:6379", settings.redisUrl());
+    assertTrue(settings.outageSeconds() > 5 * 60, "an outage long enough for RetryBudgetExhausted (1m + for: 4m)");
+    List<String> ports = at(demo, "ports");
+    assertTrue(ports.contains(settings.port() + ":" + settings.port()));
+    String health = String.join(" ", (List<String>) at(demo, "healthcheck", "test"));
+    assertTrue(health.contains("http://127.0.0.1:" + settings.port() + "/metrics"), health);
+    // the clients' scrape job has the demo as its target
+    Map<String, Object> prom = DeployFiles.yaml("prometheus/prometheus.yml");
+    Map<String, Object> clientsJob = at(prom, "scrape_configs", 1);
+    assertEquals("retry-budget-clients", clientsJob.get("job_name"));
+    assertEquals("/metrics", clientsJob.get("metrics_path"));
+    assertEquals(List.of("demo:" + settings.port()), at(clientsJob, "static_configs", 0, "targets"));
+    List<String> promDepends = at(compose, "services", "prometheus", "depends_on");
+    assertTrue(promDepends.containsAll(List.of("coordinator", "demo", "alertmanager")), promDepends.toString());
+  }
+
+  @Test
+  void composeRunsAnAlertmanagerThatPrometheusSendsTo() throws Exception {
+    Map<String, Object> compose = DeployFiles.yaml("docker-compose.yml");
+    Map<String, Object> am = at(compose, "services", "alertmanager");
+    assertTrue(((String) am.get("image")).startsWith("prom/alertmanager:v"), "a pinned Alertmanager image");
+    List<String> command = at(am, "command");
+    String configFile = command.stream().filter(c -> c.startsWith("--config.file=")).findFirst().orElseThrow()
+        .substring("--config.file=".length());
+    List<String> volumes = at(am, "volumes");
+    assertTrue(volumes.contains("./alertmanager/alertmanager.yml:" + configFile + ":ro"), volumes.toString());
+    List<String> ports = at(am, "ports");
+    assertTrue(ports.contains("9093:9093"));
+    Map<String, Object> prom = DeployFiles.yaml("prometheus/prometheus.yml");
+    assertEquals(List.of("alertmanager:9093"), at(prom, "alerting", "alertmanagers", 0, "static_configs", 0, "targets"));
+    // the configuration: every receiver a route names exists
+    Map<String, Object> config = DeployFiles.yaml("alertmanager/alertmanager.yml");
+    java.util.Set<String> receivers = new java.util.HashSet<>();
+    for (Object r : (List<?>) at(config, "receivers")) {
+      receivers.add(at(r, "name"));
+    }
+    Map<String, Object> route = at(config, "route");
+    assertTrue(receivers.contains(route.get("receiver")), "the root route's receiver exists");
+    for (Object r : (List<?>) route.getOrDefault("routes", List.of())) {
+      assertTrue(receivers.contains(at(r, "receiver")), "a route's receiver exists: " + r);
+    }
+    List<String> groupBy = at(route, "group_by");
+    assertTrue(groupBy.contains("budget"), "grouped by the budget label the alerts carry");
+    // Alertmanager's own check, where amtool is installed (Debian's prometheus-alertmanager; .ci/run installs it)
+    String out = Promtool.run(DeployFiles.path("alertmanager"), Promtool.require("amtool").toString(), "check-config",
+        "alertmanager.yml");
+    assertTrue(out.contains("SUCCESS"), out);
   }
 
   @Test

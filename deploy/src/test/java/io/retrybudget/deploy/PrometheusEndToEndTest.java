@@ -3,26 +3,15 @@ package io.retrybudget.deploy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.sun.net.httpserver.HttpServer;
-import io.micrometer.prometheusmetrics.PrometheusConfig;
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import io.retrybudget.budget.BudgetConfig;
-import io.retrybudget.budget.RedisBudgetClient;
-import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.coordinator.Coordinator;
 import io.retrybudget.coordinator.CoordinatorConfig;
-import io.retrybudget.micrometer.MicrometerBudgetMetrics;
-import io.retrybudget.micrometer.MicrometerRetryMetrics;
-import io.retrybudget.retry.RetryExecutor;
-import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.deploy.demo.LoadDemo;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -38,8 +27,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -63,9 +50,16 @@ class PrometheusEndToEndTest {
     Path prometheusBinary = Promtool.require("prometheus");
     try (Coordinator coordinator = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
-        SdkService service = new SdkService(redis.uri())) {
+        // the Compose load demo itself, its payments dependency down from the start
+        LoadDemo service = new LoadDemo(new LoadDemo.Settings(redis.uri(), "127.0.0.1", 0, 200, 0, 1, BUDGET))) {
       int promPort = RedisServerProcess.freePort();
-      Path config = writePrometheusConfig(dir, coordinator.port(), service.port());
+      Path amBinary = Promtool.find("prometheus-alertmanager");
+      int amPort = amBinary == null ? -1 : RedisServerProcess.freePort();
+      Process alertmanager = amBinary == null ? null : new ProcessBuilder(amBinary.toString(),
+          "--config.file=" + DeployFiles.path("alertmanager/alertmanager.yml"), "--storage.path=" + dir.resolve("am"),
+          "--web.listen-address=127.0.0.1:" + amPort, "--cluster.listen-address=")
+          .redirectErrorStream(true).redirectOutput(dir.resolve("alertmanager.log").toFile()).start();
+      Path config = writePrometheusConfig(dir, coordinator.port(), service.port(), amPort);
       Process prometheus = new ProcessBuilder(prometheusBinary.toString(), "--config.file=" + config,
           "--storage.tsdb.path=" + dir.resolve("data"), "--web.listen-address=127.0.0.1:" + promPort)
           .redirectErrorStream(true).redirectOutput(dir.resolve("prometheus.log").toFile()).start();
@@ -73,11 +67,20 @@ class PrometheusEndToEndTest {
         String api = "http://127.0.0.1:" + promPort;
         Eventually.await("Prometheus ready", Duration.ofSeconds(30), () -> status(api + "/-/ready") == 200);
         assertEquals(200, put(coordinator.port(), "{\"ratio\": 0.1, \"min_retries_per_second\": 0, \"window_seconds\": 10}"));
-        service.startStorm();
+        service.start();
 
         long start = System.nanoTime();
         Eventually.await("RetryBudgetExhausted firing for " + BUDGET, Duration.ofSeconds(120), () -> firing(api));
         System.out.printf("RetryBudgetExhausted fired %.1f s after the storm began%n", (System.nanoTime() - start) / 1e9);
+        if (alertmanager != null) {
+          String am = "http://127.0.0.1:" + amPort;
+          Eventually.await("RetryBudgetExhausted for " + BUDGET + " received by Alertmanager (deploy/alertmanager)",
+              Duration.ofSeconds(30), () -> answers(am + "/api/v2/alerts?filter=alertname%3D%22RetryBudgetExhausted%22",
+                  "\"budget\":\"" + BUDGET + "\""));
+          System.out.println("Alertmanager received RetryBudgetExhausted");
+        } else {
+          System.out.println("prometheus-alertmanager not on PATH: alert delivery not checked (.ci/run installs it)");
+        }
 
         Map<String, String> queries = dashboardQueries();
         Set<String> metrics = metricNames(queries.values());
@@ -100,12 +103,18 @@ class PrometheusEndToEndTest {
         if (!prometheus.waitFor(10, TimeUnit.SECONDS)) {
           prometheus.destroyForcibly();
         }
+        if (alertmanager != null) {
+          alertmanager.destroy();
+          if (!alertmanager.waitFor(10, TimeUnit.SECONDS)) {
+            alertmanager.destroyForcibly();
+          }
+        }
       }
     }
   }
 
   /** The deploy/ scrape jobs and rules, pointed at this test's processes, with short durations. */
-  private Path writePrometheusConfig(Path dir, int coordinatorPort, int servicePort) throws IOException {
+  private Path writePrometheusConfig(Path dir, int coordinatorPort, int servicePort, int alertmanagerPort) throws IOException {
     String rules = DeployFiles.text("prometheus/alerts.yml")
         .replaceAll("for: \\d+m", "for: 5s")
         .replace("[1m]", "[5s]");
@@ -116,6 +125,7 @@ class PrometheusEndToEndTest {
           evaluation_interval: 1s
         rule_files:
           - %s
+        %s
         scrape_configs:
           - job_name: retry-budget-coordinator
             metrics_path: /metrics
@@ -125,7 +135,9 @@ class PrometheusEndToEndTest {
             metrics_path: /metrics
             static_configs:
               - targets: ["127.0.0.1:%d"]
-        """.formatted(dir.resolve("alerts.yml"), coordinatorPort, servicePort);
+        """.formatted(dir.resolve("alerts.yml"), alertmanagerPort < 0 ? ""
+            : "alerting: {alertmanagers: [{static_configs: [{targets: [\"127.0.0.1:" + alertmanagerPort + "\"]}]}]}",
+            coordinatorPort, servicePort);
     Path config = dir.resolve("prometheus.yml");
     Files.writeString(config, yml);
     return config;
@@ -203,6 +215,14 @@ class PrometheusEndToEndTest {
         HttpResponse.BodyHandlers.ofString()).body();
   }
 
+  private boolean answers(String url, String excerpt) {
+    try {
+      return get(url).contains(excerpt);
+    } catch (IOException | InterruptedException e) {
+      return false;
+    }
+  }
+
   private int status(String url) {
     try {
       return http.send(HttpRequest.newBuilder(URI.create(url)).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
@@ -215,58 +235,5 @@ class PrometheusEndToEndTest {
     return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/budgets/" + BUDGET))
         .header("Authorization", "Bearer t").header("Content-Type", "application/json").PUT(HttpRequest.BodyPublishers.ofString(body)).build(),
         HttpResponse.BodyHandlers.ofString()).statusCode();
-  }
-
-  /** A service that calls a failing dependency through the SDK and exposes its Micrometer metrics. */
-  static final class SdkService implements AutoCloseable {
-    final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    final HttpServer server;
-    final RedisBudgetClient budgets;
-    final RetryBudget budget;
-    final RetryExecutor executor;
-    final ScheduledExecutorService traffic = Executors.newSingleThreadScheduledExecutor();
-
-    SdkService(String redisUri) throws IOException {
-      budgets = RedisBudgetClient.builder(io.retrybudget.budget.redis.RedisConnectionOptions.standalone(redisUri).build()).build();
-      budget = budgets.budget(BudgetConfig.builder(BUDGET).minRetriesPerSecond(0).build());
-      MicrometerBudgetMetrics.monitor(registry, budget);
-      executor = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(3)
-              .backoff(Duration.ofMillis(1), Duration.ofMillis(5)).build())
-          .budget(budget).listener(new MicrometerRetryMetrics(registry, BUDGET)).build();
-      server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-      server.createContext("/metrics", ex -> {
-        byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
-        ex.getResponseHeaders().add("Content-Type", "text/plain; version=0.0.4");
-        ex.sendResponseHeaders(200, body.length);
-        ex.getResponseBody().write(body);
-        ex.close();
-      });
-      server.start();
-    }
-
-    int port() {
-      return server.getAddress().getPort();
-    }
-
-    /** 200 calls a second to a dependency that always fails. */
-    void startStorm() {
-      traffic.scheduleAtFixedRate(() -> {
-        try {
-          executor.call(() -> {
-            throw new IOException("dependency down");
-          });
-        } catch (Exception expected) {
-          // every call fails: that is the storm
-        }
-      }, 0, 5, TimeUnit.MILLISECONDS);
-    }
-
-    @Override
-    public void close() {
-      traffic.shutdownNow();
-      server.stop(0);
-      executor.close();
-      budgets.close();
-    }
   }
 }

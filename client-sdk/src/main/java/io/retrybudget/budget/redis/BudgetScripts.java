@@ -146,13 +146,24 @@ public final class BudgetScripts {
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */
   public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults) {
+    return status(name, defaults, false);
+  }
+
+  /**
+   * status.lua, read only; with {@code buckets} the reply also carries the window bucket by bucket
+   * ({@link StatusReply#buckets()}), else that is null.
+   */
+  public CompletableFuture<StatusReply> status(String name, BudgetConfig defaults, boolean buckets) {
     BudgetKeys k = keys(name);
-    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()}, settingsArgs(defaults))
+    String[] d = settingsArgs(defaults);
+    String[] args = buckets ? new String[] {d[0], d[1], d[2], d[3], d[4], "buckets"} : d;
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()}, args)
         .handle((r, error) -> {
           if (error != null) {
             throw new CompletionException(translate(name, unwrap(error)));
           }
-          if (r == null || r.size() != 16) {
+          // 16 elements, then (when asked for) the buckets as the last one
+          if (r == null || r.size() < 16 || (buckets && (r.size() != 17 || !(r.get(16) instanceof List)))) {
             throw new IllegalStateException("unexpected status.lua reply: " + r);
           }
           String src = String.valueOf(r.get(11));
@@ -165,8 +176,21 @@ public final class BudgetScripts {
               asLong(r.get(4)), asLong(r.get(5)),
               new BudgetSettings(asLong(r.get(6)), (int) asLong(r.get(7)), (int) asLong(r.get(8)), String.valueOf(r.get(9)),
                   (int) asLong(r.get(15))),
-              Double.parseDouble(String.valueOf(r.get(10))), source, asLong(r.get(12)), asLong(r.get(13)), asLong(r.get(14)));
+              Double.parseDouble(String.valueOf(r.get(10))), source, asLong(r.get(12)), asLong(r.get(13)), asLong(r.get(14)),
+              buckets ? windowBuckets((List<?>) r.get(16)) : null);
         });
+  }
+
+  private static StatusReply.WindowBuckets windowBuckets(List<?> flat) {
+    if (flat.size() < 2 || (flat.size() - 2) % 4 != 0) {
+      throw new IllegalStateException("unexpected status.lua buckets: " + flat);
+    }
+    List<StatusReply.Bucket> out = new ArrayList<>((flat.size() - 2) / 4);
+    for (int i = 2; i < flat.size(); i += 4) {
+      out.add(new StatusReply.Bucket(asLong(flat.get(i)), asLong(flat.get(i + 1)), asLong(flat.get(i + 2)),
+          asLong(flat.get(i + 3))));
+    }
+    return new StatusReply.WindowBuckets(asLong(flat.get(0)), asLong(flat.get(1)), List.copyOf(out));
   }
 
   /** configure.lua: sets the fields given (marking the configuration as set), the rest kept or defaulted. */

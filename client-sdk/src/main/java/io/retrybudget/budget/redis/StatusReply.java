@@ -10,6 +10,7 @@ package io.retrybudget.budget.redis;
  * @param available whole permits a permit request could be granted now
  * @param nextGrantMillis ms until a whole permit is available (0: one is; -1: never by itself)
  * @param refillPpm the paced balance's refill rate and cap, micro-permits a second
+ * @param buckets the window bucket by bucket, when asked for; else null
  */
 public record StatusReply(
     String name,
@@ -24,7 +25,31 @@ public record StatusReply(
     Source source,
     long available,
     long nextGrantMillis,
-    long refillPpm) {
+    long refillPpm,
+    WindowBuckets buckets) {
+
+  /** Without the buckets. */
+  public StatusReply(String name, int keysPresent, long requests, long retries, long denied, long allowance,
+      long activeClients, BudgetSettings settings, double retryRatio, Source source, long available,
+      long nextGrantMillis, long refillPpm) {
+    this(name, keysPresent, requests, retries, denied, allowance, activeClients, settings, retryRatio, source,
+        available, nextGrantMillis, refillPpm, null);
+  }
+
+  /**
+   * The window's buckets, oldest first (the one now filling last).
+   *
+   * @param bucketMillis the length of one bucket (a tenth of the window)
+   * @param nowMillis Redis's clock when it answered
+   */
+  public record WindowBuckets(long bucketMillis, long nowMillis, java.util.List<Bucket> buckets) {}
+
+  /**
+   * One bucket of the window, counted in full (status.lua's totals count the leaving one by its share).
+   *
+   * @param startMillis when the bucket began, on Redis's clock
+   */
+  public record Bucket(long startMillis, long requests, long retries, long denied) {}
 
   /** Who wrote a stored configuration. */
   public enum Source {
