@@ -4,6 +4,7 @@ import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.SuccessAwareBudget;
 import io.retrybudget.retry.http.HttpRetryRules;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import java.net.http.HttpClient;
@@ -50,6 +51,9 @@ public final class MiddleLayer implements AutoCloseable {
     RetryingHttpClient.Builder c = RetryingHttpClient.builder(b.http).policy(policy);
     if (b.budget != null) {
       c.budget(b.budget);
+      if (b.budget instanceof SuccessAwareBudget aware) {
+        c.listener(aware.listener()); // its throttle learns from how this layer's attempts end
+      }
     }
     if (b.executor != null) {
       c.executor(b.executor);
@@ -126,7 +130,11 @@ public final class MiddleLayer implements AutoCloseable {
       return this;
     }
 
-    /** The budget of the dependency this layer calls (recommended: a fleet-wide Redis budget). */
+    /**
+     * The budget of the dependency this layer calls (recommended: a fleet-wide Redis budget, behind
+     * a {@link SuccessAwareBudget} so that retries stop in an outage but flow through random
+     * failures; its listener is attached to this layer's clients here).
+     */
     public Builder budget(RetryBudget budget) {
       this.budget = Objects.requireNonNull(budget, "budget must not be null");
       return this;

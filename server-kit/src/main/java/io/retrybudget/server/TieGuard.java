@@ -53,7 +53,7 @@ public final class TieGuard {
     if (tie == null || tie.isBlank() || tie.length() > 200) {
       return CompletableFuture.completedFuture(Decision.EXECUTE);
     }
-    return store.claim(ClaimStore.tieKey(tie.strip()), "tie", lease).handle((claim, error) -> {
+    return store.claim(ClaimStore.tieKey(tie.strip()), "tie", lease, false).handle((claim, error) -> {
       if (error != null) {
         unavailable.increment();
         return Decision.EXECUTE;
