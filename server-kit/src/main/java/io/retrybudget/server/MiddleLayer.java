@@ -41,8 +41,10 @@ public final class MiddleLayer implements AutoCloseable {
 
   private final RetryingHttpClient retrying;
   private final RetryingHttpClient single;
+  private final ServerKitListener listener;
 
   private MiddleLayer(Builder b) {
+    this.listener = b.listener;
     this.retrying = client(b, b.policy);
     this.single = client(b, b.policy.toBuilder().maxAttempts(1).build());
   }
@@ -85,9 +87,16 @@ public final class MiddleLayer implements AutoCloseable {
     try {
       call = client.sendAsync(request, handler);
     } catch (RuntimeException e) {
-      return CompletableFuture.completedFuture(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES));
+      return CompletableFuture.completedFuture(emit(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES)));
     }
-    return call.handle(MiddleLayer::classify);
+    return call.handle((response, error) -> emit(classify(response, error)));
+  }
+
+  private <T> Downstream<T> emit(Downstream<T> d) {
+    if (d.suppress() && listener != ServerKitListener.NONE) {
+      ServerKitListener.safely(() -> listener.onSuppression(d.reason()));
+    }
+    return d;
   }
 
   static <T> Downstream<T> classify(HttpResponse<T> response, Throwable error) {
@@ -119,6 +128,7 @@ public final class MiddleLayer implements AutoCloseable {
     private RetryPolicy policy = RetryPolicy.builder().build();
     private RetryBudget budget;
     private Consumer<RetryExecutor.Builder> executor;
+    private ServerKitListener listener = ServerKitListener.NONE;
 
     private Builder(HttpClient http) {
       this.http = Objects.requireNonNull(http, "http must not be null");
@@ -137,6 +147,12 @@ public final class MiddleLayer implements AutoCloseable {
      */
     public Builder budget(RetryBudget budget) {
       this.budget = Objects.requireNonNull(budget, "budget must not be null");
+      return this;
+    }
+
+    /** A listener for metrics: suppressions by reason ({@code MicrometerServerKitMetrics}). */
+    public Builder listener(ServerKitListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener must not be null");
       return this;
     }
 

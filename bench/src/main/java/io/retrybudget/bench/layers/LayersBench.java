@@ -93,7 +93,7 @@ public final class LayersBench {
     for (String n : o.getOrDefault("adaptive-attempts", "3,8").split(",")) {
       variants.add(new Variant("ADAPTIVE", Mode.SUPPRESSED, adaptiveRatio, true, Integer.parseInt(n)));
     }
-    List<String> scenarios = List.of(o.getOrDefault("scenarios", "outage,partial,slow").split(","));
+    List<String> scenarios = List.of(o.getOrDefault("scenarios", "outage,partial,slow,slow-flat").split(","));
     Path out = Path.of(o.getOrDefault("out", "bench/results/layers"));
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
@@ -101,7 +101,7 @@ public final class LayersBench {
     List<Result> results = new ArrayList<>();
     try (RedisServerProcess redis = RedisServerProcess.start();
          RedisBudgetClient budgets = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
-             .callTimeout(Duration.ofMillis(200)).build()) {
+             .callTimeout(Duration.ofMillis(500)).build()) { // the machine is shared: 200 ms was missed under load
       for (String scenario : scenarios) {
         for (Variant v : variants) {
           Result r = run(scenario, v, settings, budgets);
@@ -115,9 +115,32 @@ public final class LayersBench {
     write(out, results, settings, scenarios);
   }
 
-  static RetryPolicy policy(String scenario, Variant v, Settings s) {
-    return RetryPolicy.builder().maxAttempts(v.attempts()).backoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .attemptTimeout(scenario.equals("slow") ? s.attemptTimeout() : Duration.ofSeconds(5)).build();
+  /**
+   * The policy of one caller ({@code layer}: "B" calls C, "A" calls B, "edge" calls A). Per-attempt
+   * timeout 5 s, except in the slow scenarios: "slow-flat" gives every caller the same timeout T
+   * (a common misconfiguration: each layer gives up on the one below while it is still retrying);
+   * "slow" nests them as they should be: B's whole call is bounded by a deadline of 4 T, A waits
+   * 4 T + 200 ms for B's answer, the edge 200 ms more for A's, so every layer hears the answer of
+   * the one below (and its do-not-retry) instead of timing out first.
+   */
+  static RetryPolicy policy(String scenario, Variant v, Settings s, String layer) {
+    RetryPolicy.Builder b = RetryPolicy.builder().maxAttempts(v.attempts()).backoff(Duration.ofMillis(10), Duration.ofMillis(50));
+    Duration t = s.attemptTimeout();
+    switch (scenario) {
+      case "slow-flat" -> b.attemptTimeout(t);
+      case "slow" -> {
+        Duration bDeadline = t.multipliedBy(4);
+        Duration aTimeout = bDeadline.plusMillis(200);
+        Duration edgeTimeout = aTimeout.plusMillis(200);
+        switch (layer) {
+          case "B" -> b.attemptTimeout(t).deadline(bDeadline);
+          case "A" -> b.attemptTimeout(aTimeout).deadline(aTimeout.multipliedBy(3));
+          default -> b.attemptTimeout(edgeTimeout).deadline(edgeTimeout.multipliedBy(3));
+        }
+      }
+      default -> b.attemptTimeout(Duration.ofSeconds(5));
+    }
+    return b.build();
   }
 
   static Result run(String scenario, Variant v, Settings s, RedisBudgetClient budgets) throws Exception {
@@ -141,23 +164,23 @@ public final class LayersBench {
         aware.add(a);
         return a;
       };
-      int rate = scenario.equals("slow") ? s.slowRate() : s.rate();
+      boolean slow = scenario.startsWith("slow");
+      int rate = slow ? s.slowRate() : s.rate();
       double failure = switch (scenario) {
         case "outage" -> 1.0;
         case "partial" -> s.partial();
         default -> 0.0;
       };
-      long delay = scenario.equals("slow") ? s.slowMs() : 0;
+      long delay = slow ? s.slowMs() : 0;
       java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean(s.healthySeconds() == 0);
       Service c = LayerDemo.backend(vertx, () -> failing.get() ? failure : 0.0, () -> failing.get() ? delay : 0, s.seed());
-      RetryPolicy policy = policy(scenario, v, s);
-      Service b = LayerDemo.layer(vertx, c.uri(), v.mode(), policy, budget.apply("c"));
-      Service a = LayerDemo.layer(vertx, b.uri(), v.mode(), policy, budget.apply("b"));
+      Service b = LayerDemo.layer(vertx, c.uri(), v.mode(), policy(scenario, v, s, "B"), budget.apply("c"));
+      Service a = LayerDemo.layer(vertx, b.uri(), v.mode(), policy(scenario, v, s, "A"), budget.apply("b"));
       closing.add(c);
       closing.add(b);
       closing.add(a);
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-      RetryingHttpClient edge = LayerDemo.client(http, policy, budget.apply("a")).build();
+      RetryingHttpClient edge = LayerDemo.client(http, policy(scenario, v, s, "edge"), budget.apply("a")).build();
       closing.add(edge);
       HttpRequest request = HttpRequest.newBuilder(a.uri().resolve("/work")).timeout(Duration.ofSeconds(30)).GET().build();
       List<CompletableFuture<Boolean>> measured = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -226,10 +249,11 @@ public final class LayersBench {
     StringBuilder summary = new StringBuilder();
     summary.append(String.format("three layers (user -> A -> B -> C), %d user requests/s (slow: %d/s) for %d s after %d s "
         + "healthy (figures: the failing phase only); 10-50 ms full-jitter backoff in every layer, per-attempt timeout "
-        + "5 s (slow: %d ms, C answering after %d ms); budgets: ratio as listed, floor %d retries/s, window 10 s; "
-        + "adaptive: SRE throttle K 2, window %d ms, in front of the fleet budget, at every caller%n", s.rate(),
-        s.slowRate(), s.seconds(), s.healthySeconds(), s.attemptTimeout().toMillis(), s.slowMs(), s.floor(),
-        s.throttleWindow().toMillis()));
+        + "5 s; slow scenarios: C answers after %d ms; slow-flat: every caller's timeout T = %d ms; slow: B's timeout T "
+        + "and deadline 4 T, A's timeout 4 T + 200 ms, the edge's 200 ms more; budgets: ratio as listed, floor %d "
+        + "retries/s, window 10 s, call timeout 500 ms; adaptive: retry throttle K 2, window %d ms, in front of the "
+        + "fleet budget, at every caller%n", s.rate(), s.slowRate(), s.seconds(), s.healthySeconds(), s.slowMs(),
+        s.attemptTimeout().toMillis(), s.floor(), s.throttleWindow().toMillis()));
     summary.append(String.format("%-8s %-17s %6s %8s %7s %9s %10s %10s %10s %10s%n", "scenario", "mode", "ratio",
         "attempts", "users", "success", "C/user", "B/user", "A/user", "throttled"));
     StringBuilder csv = new StringBuilder("scenario,mode,ratio,attempts,second,c_calls\n");
@@ -256,9 +280,11 @@ public final class LayersBench {
       String what = switch (scenario) {
         case "outage" -> "C failing 100 %";
         case "partial" -> "C failing " + Math.round(s.partial() * 100) + " %";
-        default -> "C answering after " + s.slowMs() + " ms (timeouts " + s.attemptTimeout().toMillis() + " ms)";
+        case "slow" -> "C answering after " + s.slowMs() + " ms (nested timeouts, B's " + s.attemptTimeout().toMillis() + " ms)";
+        default -> "C answering after " + s.slowMs() + " ms (every timeout " + s.attemptTimeout().toMillis() + " ms)";
       };
-      int rate = scenario.equals("slow") ? s.slowRate() : s.rate();
+      boolean slow = scenario.startsWith("slow");
+      int rate = slow ? s.slowRate() : s.rate();
       String from = s.healthySeconds() == 0 ? "" : " from second " + (s.healthySeconds() + 1);
       LineChart.write(Path.of(out + "-" + scenario + ".png"), "Calls reaching C per second, " + what + from + ", "
           + rate + " user requests/s", "second", "calls at C / s (log)", series, true);
@@ -271,7 +297,7 @@ public final class LayersBench {
       if (args[i].equals("--help")) {
         System.out.println("options: --rate 100 --slow-rate 20 --seconds 10 --healthy-seconds 0 --partial-failure 0.3 "
             + "--ratios 0.1[,0.5] --adaptive-ratio 0.5 --adaptive-attempts 3,8 --throttle-window-ms 10000 --floor 1 "
-            + "--slow-ms 1000 --attempt-timeout-ms 200 --scenarios outage,partial,slow --seed 42 --out bench/results/layers");
+            + "--slow-ms 1000 --attempt-timeout-ms 200 --scenarios outage,partial,slow,slow-flat --seed 42 --out bench/results/layers");
         System.exit(0);
       }
       if (!args[i].startsWith("--") || i + 1 >= args.length) {
