@@ -98,6 +98,10 @@ public final class LayersBench {
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }
+    if (o.containsKey("replot")) {
+      replot(out, settings);
+      return;
+    }
     List<Result> results = new ArrayList<>();
     try (RedisServerProcess redis = RedisServerProcess.start();
          RedisBudgetClient budgets = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
@@ -270,6 +274,10 @@ public final class LayersBench {
     Files.writeString(Path.of(out + "-summary.txt"), summary);
     Files.writeString(Path.of(out + "-c-load.csv"), csv);
     System.out.print(summary);
+    charts(out, results, s, scenarios);
+  }
+
+  static void charts(Path out, List<Result> results, Settings s, List<String> scenarios) throws IOException {
     for (String scenario : scenarios) {
       List<LineChart.Series> series = new ArrayList<>();
       for (Result r : results) {
@@ -280,15 +288,37 @@ public final class LayersBench {
       String what = switch (scenario) {
         case "outage" -> "C failing 100 %";
         case "partial" -> "C failing " + Math.round(s.partial() * 100) + " %";
-        case "slow" -> "C answering after " + s.slowMs() + " ms (nested timeouts, B's " + s.attemptTimeout().toMillis() + " ms)";
-        default -> "C answering after " + s.slowMs() + " ms (every timeout " + s.attemptTimeout().toMillis() + " ms)";
+        case "slow" -> "C slow, nested timeouts";
+        default -> "C slow, flat timeouts";
       };
-      boolean slow = scenario.startsWith("slow");
-      int rate = slow ? s.slowRate() : s.rate();
+      int rate = scenario.startsWith("slow") ? s.slowRate() : s.rate();
       String from = s.healthySeconds() == 0 ? "" : " from second " + (s.healthySeconds() + 1);
       LineChart.write(Path.of(out + "-" + scenario + ".png"), "Calls reaching C per second, " + what + from + ", "
           + rate + " user requests/s", "second", "calls at C / s (log)", series, true);
     }
+  }
+
+  /** Draws the charts again from a run's CSV (after a change of the charts only). */
+  static void replot(Path out, Settings s) throws IOException {
+    Map<String, List<Double>> values = new LinkedHashMap<>();
+    Map<String, Variant> variants = new LinkedHashMap<>();
+    List<String> scenarios = new ArrayList<>();
+    for (String line : Files.readAllLines(Path.of(out + "-c-load.csv")).subList(1, Files.readAllLines(Path.of(out + "-c-load.csv")).size())) {
+      String[] f = line.split(",");
+      String key = f[0] + "," + f[1] + "," + f[2] + "," + f[3];
+      if (!scenarios.contains(f[0])) {
+        scenarios.add(f[0]);
+      }
+      Mode mode = f[1].equals("ADAPTIVE") ? Mode.SUPPRESSED : Mode.valueOf(f[1]);
+      variants.putIfAbsent(key, new Variant(f[1], mode, Double.parseDouble(f[2]), f[1].equals("ADAPTIVE"), Integer.parseInt(f[3])));
+      values.computeIfAbsent(key, k -> new ArrayList<>()).add(Double.parseDouble(f[5]));
+    }
+    List<Result> results = new ArrayList<>();
+    for (var e : values.entrySet()) {
+      double[] perSecond = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
+      results.add(new Result(e.getKey().split(",")[0], variants.get(e.getKey()), 1, 0, 0, 0, 0, 0, perSecond));
+    }
+    charts(out, results, s, scenarios);
   }
 
   static Map<String, String> options(String[] args) {
