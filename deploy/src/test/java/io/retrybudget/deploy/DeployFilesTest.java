@@ -61,8 +61,9 @@ class DeployFilesTest {
     Matcher user = Pattern.compile("(?m)^USER (\\d+)").matcher(df);
     assertTrue(user.find() && !user.group(1).equals("0"), "runs as a non-root user");
     assertTrue(df.indexOf("FROM ") != df.lastIndexOf("FROM "), "multi-stage");
-    for (String copied : List.of("pom.xml", "lua", "client-sdk", "coordinator", "bench/pom.xml", "deploy/pom.xml")) {
+    for (String copied : List.of("pom.xml", "lua", "client-sdk", "local-redis", "coordinator", "bench/pom.xml", "deploy/pom.xml")) {
       assertTrue(Files.exists(Path.of("..", copied)), "Dockerfile copies " + copied);
+      assertTrue(df.contains("COPY " + copied + " "), "the Dockerfile copies " + copied);
     }
   }
 
