@@ -212,6 +212,44 @@ class MicrometerServerKitMetricsTest {
   }
 
   @Test
+  void theServletFilterTagsTheServletMappingNotThePath() throws Exception {
+    IdempotencyGuard guard = new IdempotencyGuard(store, IdempotencyConfig.builder().build(), metrics);
+    org.eclipse.jetty.server.Server server = new org.eclipse.jetty.server.Server();
+    org.eclipse.jetty.server.ServerConnector connector = new org.eclipse.jetty.server.ServerConnector(server);
+    connector.setHost("127.0.0.1");
+    server.addConnector(connector);
+    org.eclipse.jetty.ee11.servlet.ServletContextHandler context = new org.eclipse.jetty.ee11.servlet.ServletContextHandler();
+    context.addServlet(new org.eclipse.jetty.ee11.servlet.ServletHolder(new jakarta.servlet.http.HttpServlet() {
+      @Override
+      protected void doPost(jakarta.servlet.http.HttpServletRequest req, jakarta.servlet.http.HttpServletResponse res)
+          throws java.io.IOException {
+        res.setStatus(201);
+        res.getWriter().write("charged");
+      }
+    }), "/payments/*");
+    context.addFilter(new org.eclipse.jetty.ee11.servlet.FilterHolder(new io.retrybudget.server.servlet.IdempotencyFilter(guard,
+        64 * 1024)), "/payments/*", java.util.EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+    server.setHandler(context);
+    server.start();
+    try {
+      HttpTestClient http = new HttpTestClient(connector.getLocalPort());
+      String k = UUID.randomUUID().toString();
+      assertEquals(201, http.post("/payments/1", k, "{}").statusCode());
+      assertEquals(201, http.post("/payments/2", k + "-2", "{}").statusCode());
+      assertEquals(201, http.post("/payments/1", k, "{}").statusCode());
+      assertEquals(400, http.post("/payments/1", null, "{}").statusCode());
+      assertEquals(2, count("retry.server.idempotency", "route", "/payments/*", "outcome", "claimed"));
+      assertEquals(2, count("retry.server.idempotency", "route", "/payments/*", "outcome", "stored"));
+      assertEquals(1, count("retry.server.idempotency", "route", "/payments/*", "outcome", "replayed"));
+      assertEquals(1, count("retry.server.idempotency", "route", "/payments/*", "outcome", "missing"));
+      assertEquals(4, registry.find("retry.server.idempotency").counters().size(), "one route, four outcomes");
+    } finally {
+      server.stop();
+      guard.close();
+    }
+  }
+
+  @Test
   void routesAreBoundedAndAThrowingListenerNeverReachesTheRequest() {
     MicrometerServerKitMetrics two = new MicrometerServerKitMetrics(registry, 2);
     two.onIdempotency("/a", ServerKitListener.IdempotencyOutcome.CLAIMED);
