@@ -4,6 +4,8 @@
 -- KEYS[1]  the record, a hash: rb:idem:v1:{<scope hash>} (or rb:tie:v1:{<tie hash>})
 -- ARGV[1]  fingerprint of the request (any non-empty string; SHA-256 hex from server-kit)
 -- ARGV[2]  lease in ms: how long the claim holds before another request may take it over
+-- ARGV[3]  optional holder token, unique to this claim request (1-64 characters): stored as
+--          'holder', so that idempotency-abandon.lua can undo this claim when its reply was lost
 --
 -- Replies: {'claimed', fence, 'new'|'takeover'} | {'busy', ms left on the holder's lease}
 --        | {'mismatch'} (same key, other fingerprint) | {'done', status, headers, body}
@@ -22,6 +24,8 @@ if fp == nil or fp == '' then return redis.error_reply('ERR invalid fingerprint'
 if lease == nil or lease ~= math.floor(lease) or lease < 1 or lease > 86400000 then
   return redis.error_reply('ERR invalid lease_ms')
 end
+local holder = ARGV[3] or ''
+if #holder > 64 then return redis.error_reply('ERR invalid holder') end
 
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -62,6 +66,7 @@ local previous = tonumber(rec[3])
 if previous and previous >= fence then fence = previous + 1 end
 local fence_s = string.format('%d', fence)
 redis.call('HSET', key, 'state', 'busy', 'fp', fp, 'fence', fence_s, 'until', string.format('%d', now_ms + lease))
+if holder ~= '' then redis.call('HSET', key, 'holder', holder) else redis.call('HDEL', key, 'holder') end
 -- an abandoned claim goes away by itself one lease after its lease ended
 redis.call('PEXPIRE', key, 2 * lease)
 if state then return {'claimed', fence_s, 'takeover'} end

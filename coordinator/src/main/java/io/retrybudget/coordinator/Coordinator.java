@@ -7,6 +7,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.localredis.LocalRedis;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;

@@ -78,7 +78,7 @@ class DeployFilesTest {
       assertTrue(copied.contains(m + "/pom.xml") || copied.contains(m), "the image holds " + m + "/pom.xml");
     }
     assertTrue(modules >= 11, "the root pom's modules: " + modules);
-    for (String built : List.of("lua", "client-sdk", "coordinator", "deploy")) {
+    for (String built : List.of("lua", "client-sdk", "local-redis", "coordinator", "deploy")) {
       assertTrue(copied.contains(built), "the sources of " + built + " are in the image");
     }
     assertTrue(df.contains("COPY --from=build /src/deploy/target/load-demo.jar /app/load-demo.jar"), "the load demo");

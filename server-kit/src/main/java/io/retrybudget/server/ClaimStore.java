@@ -23,12 +23,15 @@ public final class ClaimStore {
   static final LuaScript COMPLETE = LuaScript.load("idempotency-complete.lua");
   static final LuaScript RELEASE = LuaScript.load("idempotency-release.lua");
   static final LuaScript RENEW = LuaScript.load("idempotency-renew.lua");
+  static final LuaScript ABANDON = LuaScript.load("idempotency-abandon.lua");
 
   public static final String IDEMPOTENCY_PREFIX = "rb:idem:v1:";
   public static final String TIE_PREFIX = "rb:tie:v1:";
 
   private final RedisBudgetStore redis;
   private final Duration timeout;
+  private final java.util.concurrent.atomic.LongAdder abandonsSent = new java.util.concurrent.atomic.LongAdder();
+  private final java.util.concurrent.atomic.LongAdder abandoned = new java.util.concurrent.atomic.LongAdder();
 
   /** Over a connection the caller owns (and closes); {@code timeout} bounds each call. */
   public ClaimStore(RedisBudgetStore redis, Duration timeout) {
@@ -53,9 +56,86 @@ public final class ClaimStore {
     return timeout;
   }
 
+  /**
+   * Claims {@code key} for one execution. When the claim fails on this side (Redis slower than the
+   * timeout, a lost connection) it may still have been made in Redis, with a fence this holder never
+   * learnt: the store then undoes it ({@code idempotency-abandon.lua}, matched by a token unique to
+   * this claim request, sent right after on the same connection so that Redis runs it after the
+   * claim), instead of leaving the key {@code busy} for a whole lease.
+   */
   public CompletableFuture<Claim> claim(String key, String fingerprint, Duration lease) {
+    return claim(key, fingerprint, lease, true);
+  }
+
+  /**
+   * As {@link #claim(String, String, Duration)}; with {@code abandonIfUnanswered} false a claim that
+   * failed on this side is left to its lease (tied requests: the copy whose claim went unanswered
+   * runs anyway, so the claim it may hold must keep the other copy from running too).
+   */
+  public CompletableFuture<Claim> claim(String key, String fingerprint, Duration lease, boolean abandonIfUnanswered) {
     long ms = Math.max(1, lease.toMillis());
-    return run(CLAIM, key, fingerprint, Long.toString(ms)).thenApply(reply -> parseClaim(key, reply));
+    String holder = abandonIfUnanswered ? holderToken() : "";
+    CompletableFuture<Claim> answer = new CompletableFuture<>();
+    CompletableFuture<List<Object>> raw = redis.run(CLAIM, new String[] {key}, fingerprint, Long.toString(ms), holder);
+    // one decision point: the reply and the timeout race to complete the answer; only one wins
+    raw.whenComplete((reply, error) -> {
+      if (error != null) {
+        answer.completeExceptionally(error);
+        return;
+      }
+      Claim claim;
+      try {
+        claim = parseClaim(key, reply);
+      } catch (RuntimeException e) {
+        answer.completeExceptionally(e);
+        return;
+      }
+      if (!answer.complete(claim) && abandonIfUnanswered && claim instanceof Claim.Claimed made) {
+        // the answer came after the caller gave up on it: nobody runs under this claim
+        release(made).thenAccept(released -> {
+          if (released) {
+            abandoned.increment();
+          }
+        });
+      }
+    });
+    answer.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    if (abandonIfUnanswered) {
+      answer.whenComplete((claim, error) -> {
+        if (error != null) {
+          abandon(key, holder);
+        }
+      });
+    }
+    return answer;
+  }
+
+  private void abandon(String key, String holder) {
+    abandonsSent.increment();
+    try {
+      run(ABANDON, key, holder).whenComplete((reply, error) -> {
+        if (error == null && "abandoned".equals(reply.get(0))) {
+          abandoned.increment();
+        }
+      });
+    } catch (RuntimeException closed) {
+      // the connection is gone: the claim, if made, lapses with its lease
+    }
+  }
+
+  private static String holderToken() {
+    java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+    return Long.toHexString(r.nextLong()) + Long.toHexString(r.nextLong()) + Long.toHexString(System.nanoTime());
+  }
+
+  /** Claims that failed on this side and were undone in Redis (a made claim whose reply was lost). */
+  public long unansweredClaimsAbandoned() {
+    return abandoned.sum();
+  }
+
+  /** Claims that failed on this side, for which an undo was sent. */
+  public long unansweredClaims() {
+    return abandonsSent.sum();
   }
 
   /** Stores {@code response} under the claim: true when stored, false when fenced off. */

@@ -35,12 +35,14 @@ public final class IdempotencyGuard implements AutoCloseable {
   /** One execution of a handler; {@link #guarded()} is false when it runs without a claim. */
   public static final class Execution {
     private final Claim.Claimed claim;
+    private final String route;
     private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.ScheduledFuture<?>> renewal =
         new java.util.concurrent.atomic.AtomicReference<>();
     private final java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
 
-    private Execution(Claim.Claimed claim) {
+    private Execution(Claim.Claimed claim, String route) {
       this.claim = claim;
+      this.route = route;
     }
 
     /** Stops renewing the lease (idempotent); true the first time. */
@@ -89,10 +91,23 @@ public final class IdempotencyGuard implements AutoCloseable {
   private final LongAdder unguarded = new LongAdder();
   private final LongAdder fencedWrites = new LongAdder();
   private final LongAdder released = new LongAdder();
+  private final ServerKitListener listener;
+
+  private void emit(String route, ServerKitListener.IdempotencyOutcome outcome) {
+    if (listener != ServerKitListener.NONE) {
+      ServerKitListener.safely(() -> listener.onIdempotency(route == null ? "" : route, outcome));
+    }
+  }
 
   public IdempotencyGuard(ClaimStore store, IdempotencyConfig config) {
+    this(store, config, ServerKitListener.NONE);
+  }
+
+  /** With a listener for metrics ({@code MicrometerServerKitMetrics}). */
+  public IdempotencyGuard(ClaimStore store, IdempotencyConfig config, ServerKitListener listener) {
     this.store = Objects.requireNonNull(store, "store must not be null");
     this.config = Objects.requireNonNull(config, "config must not be null");
+    this.listener = Objects.requireNonNull(listener, "listener must not be null");
     // one daemon thread for the polls of waiting duplicates and the lease renewals of running handlers
     this.timer = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "idempotency-wait");
@@ -114,27 +129,31 @@ public final class IdempotencyGuard implements AutoCloseable {
   /** Decides what to do with a request. Never fails: Redis trouble becomes 503 or an unguarded run. */
   public CompletableFuture<Begin> begin(RequestView request) {
     if (!config.methods().contains(request.method().toUpperCase(Locale.ROOT))) {
-      return CompletableFuture.completedFuture(new Execute(new Execution(null))); // not a guarded method
+      return CompletableFuture.completedFuture(new Execute(new Execution(null, request.route()))); // not a guarded method
     }
     String raw = request.header(config.keyHeader());
     if (raw == null) {
       if (config.required()) {
         missingKey.increment();
+        emit(request.route(), ServerKitListener.IdempotencyOutcome.MISSING);
         return CompletableFuture.completedFuture(new Answer(Problems.of(400, "idempotency-key-missing",
             "Idempotency-Key missing", "this operation requires an " + config.keyHeader() + " header")));
       }
       unguarded.increment();
-      return CompletableFuture.completedFuture(new Execute(new Execution(null)));
+      emit(request.route(), ServerKitListener.IdempotencyOutcome.NO_KEY);
+      return CompletableFuture.completedFuture(new Execute(new Execution(null, request.route())));
     }
     if (request.headerLines(config.keyHeader()) > 1) {
       // several field lines combine to "a, b" (RFC 9110), which is no sf-string: which key is meant is unknown
       missingKey.increment();
+      emit(request.route(), ServerKitListener.IdempotencyOutcome.INVALID);
       return CompletableFuture.completedFuture(new Answer(Problems.of(400, "idempotency-key-invalid",
           "Idempotency-Key invalid", "the request carries more than one " + config.keyHeader() + " field line")));
     }
     String key = IdempotencyKeyHeader.parse(raw, config.maxKeyLength());
     if (key == null) {
       missingKey.increment();
+      emit(request.route(), ServerKitListener.IdempotencyOutcome.INVALID);
       return CompletableFuture.completedFuture(new Answer(Problems.of(400, "idempotency-key-invalid",
           "Idempotency-Key invalid", "the key must be 1 to " + config.maxKeyLength()
               + " visible ASCII characters, as a token or a quoted string")));
@@ -161,20 +180,24 @@ public final class IdempotencyGuard implements AutoCloseable {
         result.complete(unavailable(request));
       } else if (claim instanceof Claim.Claimed c) {
         executed.increment();
-        Execution execution = new Execution(c);
+        emit(request.route(), ServerKitListener.IdempotencyOutcome.CLAIMED);
+        Execution execution = new Execution(c, request.route());
         renewWhileRunning(execution);
         result.complete(new Execute(execution));
       } else if (claim instanceof Claim.Done d) {
         replayed.increment();
+        emit(request.route(), ServerKitListener.IdempotencyOutcome.REPLAYED);
         result.complete(new Answer(d.response().withHeader(REPLAYED_HEADER, "true")));
       } else if (claim instanceof Claim.Mismatch) {
         mismatched.increment();
+        emit(request.route(), ServerKitListener.IdempotencyOutcome.MISMATCH);
         result.complete(new Answer(Problems.of(422, "idempotency-key-reused", "Idempotency-Key reused",
             "this key was used with another request (method, target, body or headers differ)")));
       } else if (claim instanceof Claim.Busy b) {
         long leftNanos = waitUntil - System.nanoTime();
         if (leftNanos <= 0) {
           inProgress.increment();
+          emit(request.route(), ServerKitListener.IdempotencyOutcome.CONFLICT);
           Duration after = config.inProgressRetryAfter();
           if (b.leaseLeftMillis() < after.toMillis()) {
             after = Duration.ofMillis(Math.max(1, b.leaseLeftMillis()));
@@ -252,8 +275,10 @@ public final class IdempotencyGuard implements AutoCloseable {
     // operator put in methods() fails closed like POST, whatever HTTP says of its idempotence
     if (config.failOpen()) {
       unguarded.increment();
-      return new Execute(new Execution(null));
+      emit(request.route(), ServerKitListener.IdempotencyOutcome.STORE_ERROR_FAIL_OPEN);
+      return new Execute(new Execution(null, request.route()));
     }
+    emit(request.route(), ServerKitListener.IdempotencyOutcome.STORE_ERROR_FAIL_CLOSED);
     return new Answer(Problems.withPushback(Problems.of(503, "idempotency-store-unavailable",
         "Idempotency store unavailable", "the request cannot be deduplicated now; retry later with the same key"),
         config.unavailableRetryAfter()));
@@ -276,6 +301,9 @@ public final class IdempotencyGuard implements AutoCloseable {
         .handle((stored, error) -> {
           if (error == null && !stored) {
             fencedWrites.increment();
+            emit(execution.route, ServerKitListener.IdempotencyOutcome.FENCED);
+          } else if (error == null) {
+            emit(execution.route, ServerKitListener.IdempotencyOutcome.STORED);
           }
           return null;
         });
@@ -290,6 +318,7 @@ public final class IdempotencyGuard implements AutoCloseable {
     return store.release(execution.claim()).handle((done, error) -> {
       if (error == null && done) {
         released.increment();
+        emit(execution.route, ServerKitListener.IdempotencyOutcome.RELEASED);
       }
       return null;
     });

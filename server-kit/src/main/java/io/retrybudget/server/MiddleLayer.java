@@ -4,6 +4,7 @@ import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.SuccessAwareBudget;
 import io.retrybudget.retry.http.HttpRetryRules;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import java.net.http.HttpClient;
@@ -40,8 +41,10 @@ public final class MiddleLayer implements AutoCloseable {
 
   private final RetryingHttpClient retrying;
   private final RetryingHttpClient single;
+  private final ServerKitListener listener;
 
   private MiddleLayer(Builder b) {
+    this.listener = b.listener;
     this.retrying = client(b, b.policy);
     this.single = client(b, b.policy.toBuilder().maxAttempts(1).build());
   }
@@ -50,6 +53,9 @@ public final class MiddleLayer implements AutoCloseable {
     RetryingHttpClient.Builder c = RetryingHttpClient.builder(b.http).policy(policy);
     if (b.budget != null) {
       c.budget(b.budget);
+      if (b.budget instanceof SuccessAwareBudget aware) {
+        c.listener(aware.listener()); // its throttle learns from how this layer's attempts end
+      }
     }
     if (b.executor != null) {
       c.executor(b.executor);
@@ -81,9 +87,16 @@ public final class MiddleLayer implements AutoCloseable {
     try {
       call = client.sendAsync(request, handler);
     } catch (RuntimeException e) {
-      return CompletableFuture.completedFuture(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES));
+      return CompletableFuture.completedFuture(emit(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES)));
     }
-    return call.handle(MiddleLayer::classify);
+    return call.handle((response, error) -> emit(classify(response, error)));
+  }
+
+  private <T> Downstream<T> emit(Downstream<T> d) {
+    if (d.suppress() && listener != ServerKitListener.NONE) {
+      ServerKitListener.safely(() -> listener.onSuppression(d.reason()));
+    }
+    return d;
   }
 
   static <T> Downstream<T> classify(HttpResponse<T> response, Throwable error) {
@@ -115,6 +128,7 @@ public final class MiddleLayer implements AutoCloseable {
     private RetryPolicy policy = RetryPolicy.builder().build();
     private RetryBudget budget;
     private Consumer<RetryExecutor.Builder> executor;
+    private ServerKitListener listener = ServerKitListener.NONE;
 
     private Builder(HttpClient http) {
       this.http = Objects.requireNonNull(http, "http must not be null");
@@ -126,9 +140,19 @@ public final class MiddleLayer implements AutoCloseable {
       return this;
     }
 
-    /** The budget of the dependency this layer calls (recommended: a fleet-wide Redis budget). */
+    /**
+     * The budget of the dependency this layer calls (recommended: a fleet-wide Redis budget, behind
+     * a {@link SuccessAwareBudget} so that retries stop in an outage but flow through random
+     * failures; its listener is attached to this layer's clients here).
+     */
     public Builder budget(RetryBudget budget) {
       this.budget = Objects.requireNonNull(budget, "budget must not be null");
+      return this;
+    }
+
+    /** A listener for metrics: suppressions by reason ({@code MicrometerServerKitMetrics}). */
+    public Builder listener(ServerKitListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener must not be null");
       return this;
     }
 

@@ -52,8 +52,12 @@ public final class RetryAwareAdmission {
   private final LongAdder shedFirst = new LongAdder();
   private final LongAdder shedRetry = new LongAdder();
   private final LongAdder shedDoNotRetry = new LongAdder();
+  private final String name;
+  private final ServerKitListener events;
 
   private RetryAwareAdmission(Builder b) {
+    this.name = b.name;
+    this.events = b.events;
     PartitionedBuilder lb = new PartitionedBuilder()
         .named(b.name)
         .limit(b.limit)
@@ -101,10 +105,12 @@ public final class RetryAwareAdmission {
         : limiter.acquire(attempt);
     if (listener.isEmpty()) {
       (retry ? shedRetry : shedFirst).increment();
+      emitAdmission(retry, false);
       signal.onShed();
       return Optional.empty();
     }
     (retry ? admittedRetry : admittedFirst).increment();
+    emitAdmission(retry, true);
     signal.onAdmitted();
     Limiter.Listener l = listener.get();
     return Optional.of(new Permit() {
@@ -133,6 +139,17 @@ public final class RetryAwareAdmission {
     });
   }
 
+  private void emitAdmission(boolean retry, boolean admitted) {
+    if (events != ServerKitListener.NONE) {
+      ServerKitListener.safely(() -> events.onAdmission(name, retry, admitted));
+    }
+  }
+
+  /** The limiter's name (the {@code limiter} tag of its metrics). */
+  public String name() {
+    return name;
+  }
+
   /** Requests in flight at which retries are shed: the limit times (1 - headroom), at least 1. */
   int retryCeiling() {
     return Math.max(1, (int) Math.floor(limiter.getLimit() * (1.0 - retryHeadroom)));
@@ -149,7 +166,11 @@ public final class RetryAwareAdmission {
 
   /** 503 problem+json with pushback: positive for this replica, -1 when the whole service is overloaded. */
   public StoredResponse shedAnswer() {
-    if (signal.wholeServiceOverloaded()) {
+    boolean doNotRetry = signal.wholeServiceOverloaded();
+    if (events != ServerKitListener.NONE) {
+      ServerKitListener.safely(() -> events.onShedAnswer(name, doNotRetry));
+    }
+    if (doNotRetry) {
       shedDoNotRetry.increment();
       StoredResponse r = Problems.of(503, "service-overloaded", "Service overloaded",
           "the whole service is overloaded: do not retry this request");
@@ -173,8 +194,15 @@ public final class RetryAwareAdmission {
     private Duration overloadRetryAfter = Duration.ofSeconds(30);
     private ServiceOverloadSignal signal = ServiceOverloadSignal.NEVER;
     private LongSupplier nanoClock = System::nanoTime;
+    private ServerKitListener events = ServerKitListener.NONE;
 
     private Builder() {}
+
+    /** A listener for metrics ({@code MicrometerServerKitMetrics}). */
+    public Builder listener(ServerKitListener listener) {
+      this.events = Objects.requireNonNull(listener, "listener must not be null");
+      return this;
+    }
 
     public Builder name(String name) {
       if (name == null || name.isBlank()) {

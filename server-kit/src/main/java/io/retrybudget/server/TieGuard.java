@@ -33,6 +33,7 @@ public final class TieGuard {
   }
 
   private final ClaimStore store;
+  private final ServerKitListener listener;
   private final Duration lease;
   private final LongAdder won = new LongAdder();
   private final LongAdder lost = new LongAdder();
@@ -40,6 +41,12 @@ public final class TieGuard {
 
   /** {@code lease}: how long a tie is held (the handler's deadline; the record lives two leases). */
   public TieGuard(ClaimStore store, Duration lease) {
+    this(store, lease, ServerKitListener.NONE);
+  }
+
+  /** With a listener for metrics ({@code MicrometerServerKitMetrics}). */
+  public TieGuard(ClaimStore store, Duration lease, ServerKitListener listener) {
+    this.listener = Objects.requireNonNull(listener, "listener must not be null");
     this.store = Objects.requireNonNull(store, "store must not be null");
     if (lease == null || lease.isNegative() || lease.isZero()) {
       throw new IllegalArgumentException("lease must be positive, was " + lease);
@@ -53,16 +60,20 @@ public final class TieGuard {
     if (tie == null || tie.isBlank() || tie.length() > 200) {
       return CompletableFuture.completedFuture(Decision.EXECUTE);
     }
-    return store.claim(ClaimStore.tieKey(tie.strip()), "tie", lease).handle((claim, error) -> {
+    return store.claim(ClaimStore.tieKey(tie.strip()), "tie", lease, false).handle((claim, error) -> {
+      String route = request.route() == null ? "" : request.route();
       if (error != null) {
         unavailable.increment();
+        ServerKitListener.safely(() -> listener.onTie(route, ServerKitListener.TieOutcome.UNASKED));
         return Decision.EXECUTE;
       }
       if (claim instanceof Claim.Claimed) {
         won.increment();
+        ServerKitListener.safely(() -> listener.onTie(route, ServerKitListener.TieOutcome.WON));
         return Decision.EXECUTE;
       }
       lost.increment();
+      ServerKitListener.safely(() -> listener.onTie(route, ServerKitListener.TieOutcome.LOST));
       return Decision.LOST;
     });
   }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.SuccessAwareBudget;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import io.retrybudget.server.example.LayerDemo;
 import io.retrybudget.server.example.LayerDemo.Mode;
@@ -72,14 +73,25 @@ class ThreeLayerTest {
   record Run(double cPerUser, double bPerUser, double aPerUser, int ok, Map<String, Long> cAttempts) {}
 
   private Run run(Mode mode, int users) {
-    Service c = closing(LayerDemo.backend(vertx, 1.0, 0, 1));
-    Service b = closing(LayerDemo.layer(vertx, c.uri(), mode, THREE, mode == Mode.NAIVE ? null : budget("c")));
-    Service a = closing(LayerDemo.layer(vertx, b.uri(), mode, THREE, mode == Mode.NAIVE ? null : budget("b")));
-    RetryingHttpClient.Builder edge = RetryingHttpClient.builder(http).policy(THREE);
-    if (mode != Mode.NAIVE) {
-      edge.budget(budget("a"));
-    }
-    RetryingHttpClient user = closing(edge.build());
+    return run(mode, users, 1.0, THREE, mode == Mode.NAIVE ? d -> null : this::budget);
+  }
+
+  /** Ratio {@code ratio}, floor {@code floor}/s, behind a success-aware throttle (default: K 2, 10 s) when {@code aware}. */
+  private java.util.function.Function<String, io.retrybudget.budget.RetryBudget> budgets(double ratio, int floor,
+      boolean aware) {
+    return dependency -> {
+      io.retrybudget.budget.RetryBudget fleet = budgets.budget(BudgetConfig.builder(dependency + "-"
+          + UUID.randomUUID().toString().substring(0, 8)).ratio(ratio).minRetriesPerSecond(floor).build());
+      return aware ? SuccessAwareBudget.wrap(fleet) : fleet;
+    };
+  }
+
+  private Run run(Mode mode, int users, double failure, RetryPolicy policy,
+      java.util.function.Function<String, io.retrybudget.budget.RetryBudget> budget) {
+    Service c = closing(LayerDemo.backend(vertx, failure, 0, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), mode, policy, budget.apply("c")));
+    Service a = closing(LayerDemo.layer(vertx, b.uri(), mode, policy, budget.apply("b")));
+    RetryingHttpClient user = closing(LayerDemo.client(http, policy, budget.apply("a")).build());
     HttpRequest request = HttpRequest.newBuilder(a.uri().resolve("/work")).timeout(Duration.ofSeconds(20)).GET().build();
     int ok = 0;
     for (int wave = 0; wave < users / 10; wave++) {
@@ -116,6 +128,36 @@ class ThreeLayerTest {
     assertTrue(suppressed.cPerUser() >= 1.0, "every user request reached C once: " + suppressed.cPerUser());
     assertEquals(1.0, suppressed.bPerUser(), 0.0001, "do-not-retry stopped A from retrying B");
     assertEquals(1.0, suppressed.aPerUser(), 0.0001, "and the edge from retrying A");
+  }
+
+  @Test
+  void successAwareBudgetsStopRetriesInAnOutageThatARatioOfHalfAloneWouldLetThrough() {
+    Run aware = run(Mode.SUPPRESSED, 200, 1.0, THREE, budgets(0.5, 0, true));
+    System.out.println("three layers, C down, suppressed, success-aware 0.5: " + aware);
+    assertTrue(aware.cPerUser() <= 1.2, "calls at C per user request: " + aware.cPerUser());
+    assertEquals(1.0, aware.bPerUser(), 0.0001);
+    assertEquals(1.0, aware.aPerUser(), 0.0001);
+  }
+
+  @Test
+  void aFixedRatioOfHalfAloneCostsHalfARetryPerRequestInAnOutage() {
+    // the control for the test above: the same budgets without the throttle
+    Run fixed = run(Mode.SUPPRESSED, 200, 1.0, THREE, budgets(0.5, 0, false));
+    assertTrue(fixed.cPerUser() >= 1.3, "calls at C per user request: " + fixed.cPerUser());
+  }
+
+  @Test
+  void inAPartialOutageSuccessAwareSuppressionServesUsersAsWellAsNaive() {
+    RetryPolicy eight = THREE.toBuilder().maxAttempts(8).build();
+    Run naive = run(Mode.NAIVE, 200, 0.3, THREE, d -> null);
+    // a floor of 1 retry/s: with none, the budget's very first retry has no allowance (0.5 x 1 first attempt)
+    Run aware = run(Mode.SUPPRESSED, 200, 0.3, eight, budgets(0.5, 1, true));
+    System.out.println("three layers, C fails 30 %: naive " + naive + ", success-aware " + aware);
+    // naive: up to 27 attempts; suppressed: up to 8, all at B (1 - 0.3^8 = 0.99993)
+    assertTrue(aware.ok() >= naive.ok() - 2, "users served: naive " + naive.ok() + ", success-aware " + aware.ok());
+    assertEquals(1.0, aware.bPerUser(), 0.0001, "only B retried");
+    assertTrue(aware.cPerUser() <= naive.cPerUser() + 0.15, "at the cost of about naive's calls at C: naive "
+        + naive.cPerUser() + ", success-aware " + aware.cPerUser());
   }
 
   @Test

@@ -14,7 +14,7 @@ import javax.imageio.ImageIO;
 /** A PNG line chart (java.awt, headless): one line per series over x = 0..n-1. */
 final class LineChart {
   private static final Color[] COLORS = {new Color(0xd62728), new Color(0x1f77b4), new Color(0x2ca02c),
-      new Color(0x9467bd), new Color(0xff7f0e)};
+      new Color(0x9467bd), new Color(0xff7f0e), new Color(0x8c564b), new Color(0x17becf)};
 
   record Series(String name, double[] values) {}
 

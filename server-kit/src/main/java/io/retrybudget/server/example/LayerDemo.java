@@ -2,6 +2,7 @@ package io.retrybudget.server.example;
 
 import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.retry.SuccessAwareBudget;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import io.retrybudget.server.Downstream;
 import io.retrybudget.server.MiddleLayer;
@@ -22,6 +23,8 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 
 /**
  * The layered services of the suppression demo (tests and bench/layers): a backend {@code C} that
@@ -85,6 +88,11 @@ public final class LayerDemo {
 
   /** The backend: fails {@code failureRate} of its calls with a plain 503 (seeded), after {@code delayMs}. */
   public static Service backend(Vertx vertx, double failureRate, long delayMs, long seed) {
+    return backend(vertx, () -> failureRate, () -> delayMs, seed);
+  }
+
+  /** As {@link #backend(Vertx, double, long, long)}, with the failure rate and delay read on every call. */
+  public static Service backend(Vertx vertx, DoubleSupplier failureRate, LongSupplier delay, long seed) {
     AtomicLong calls = new AtomicLong();
     Map<String, AtomicLong> attempts = new ConcurrentHashMap<>();
     SplittableRandom random = new SplittableRandom(seed);
@@ -94,8 +102,9 @@ public final class LayerDemo {
       count(attempts, ctx);
       boolean fail;
       synchronized (random) {
-        fail = random.nextDouble() < failureRate;
+        fail = random.nextDouble() < failureRate.getAsDouble();
       }
+      long delayMs = delay.getAsLong();
       Runnable answer = () -> {
         if (fail) {
           ctx.response().setStatusCode(503).end("backend failed");
@@ -142,11 +151,7 @@ public final class LayerDemo {
             });
       });
     } else {
-      RetryingHttpClient.Builder b = RetryingHttpClient.builder(http).policy(policy);
-      if (mode == Mode.BUDGET_PER_LAYER) {
-        b.budget(budget);
-      }
-      RetryingHttpClient client = b.build();
+      RetryingHttpClient client = client(http, policy, mode == Mode.BUDGET_PER_LAYER ? budget : null).build();
       closeable = client;
       router.get("/work").handler(ctx -> {
         calls.incrementAndGet();
@@ -163,6 +168,21 @@ public final class LayerDemo {
     }
     HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
     return new Service(server, calls, attempts, closeable);
+  }
+
+  /**
+   * A retrying client with {@code budget} (none when null); a {@link SuccessAwareBudget}'s listener
+   * is attached, so its throttle learns how the attempts end.
+   */
+  public static RetryingHttpClient.Builder client(HttpClient http, RetryPolicy policy, RetryBudget budget) {
+    RetryingHttpClient.Builder b = RetryingHttpClient.builder(http).policy(policy);
+    if (budget != null) {
+      b.budget(budget);
+      if (budget instanceof SuccessAwareBudget aware) {
+        b.listener(aware.listener());
+      }
+    }
+    return b;
   }
 
   private static void count(Map<String, AtomicLong> attempts, RoutingContext ctx) {

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.localredis.LocalRedis;
 import io.retrybudget.server.ClaimStore;
 import io.retrybudget.server.IdempotencyConfig;
 import io.retrybudget.server.IdempotencyGuard;

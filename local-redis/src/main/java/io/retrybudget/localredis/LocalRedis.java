@@ -1,4 +1,4 @@
-package io.retrybudget.server.example;
+package io.retrybudget.localredis;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,11 +12,13 @@ import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The Redis the payments example starts and owns (the coordinator's approach, copied) when no Redis is configured: {@code redis-server} from
- * PATH, else the Linux x86-64 binary shipped in com.github.codemonstur:embedded-redis, on a free
- * loopback port, without persistence. For trying the product on one machine, not for production.
+ * The Redis the coordinator and server-kit's examples start and own when no Redis is configured:
+ * {@code redis-server} from PATH, else the Linux x86-64 binary shipped in
+ * com.github.codemonstur:embedded-redis, on a free loopback port, without persistence; stopped and
+ * its folder deleted on {@link #close()}. For trying the product on one machine, not for
+ * production. In its own module so that only the applications carry embedded-redis, never the SDK.
  */
-final class LocalRedis implements AutoCloseable {
+public final class LocalRedis implements AutoCloseable {
   private static final String EMBEDDED = "/redis-server-6.2.6-v5-linux-amd64";
   private final Process process;
   private final int port;
@@ -30,8 +32,9 @@ final class LocalRedis implements AutoCloseable {
     this.binary = binary;
   }
 
-  static LocalRedis start() throws IOException {
-    Path dir = Files.createTempDirectory("payments-example-redis");
+  /** Starts one in a fresh temporary folder (deleted on {@link #close()}). */
+  public static LocalRedis start() throws IOException {
+    Path dir = Files.createTempDirectory("retry-budget-redis");
     Path binary = findOnPath();
     if (binary == null) {
       binary = extractEmbedded(dir);
@@ -48,11 +51,21 @@ final class LocalRedis implements AutoCloseable {
     return redis;
   }
 
-  String uri() {
+  public String uri() {
     return "redis://127.0.0.1:" + port;
   }
 
-  String binary() {
+  public int port() {
+    return port;
+  }
+
+  /** Its temporary folder (tests). */
+  Path folder() {
+    return dir;
+  }
+
+  /** The redis-server that runs: the one from PATH, or the bundled one extracted. */
+  public String binary() {
     return binary;
   }
 

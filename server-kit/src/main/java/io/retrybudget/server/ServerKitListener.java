@@ -1,0 +1,99 @@
+package io.retrybudget.server;
+
+import java.util.Locale;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * Hooks for metrics: what the kit decided, one call per decision. Every method has a no-op
+ * default; the core carries no metrics library ({@code io.retrybudget.server.micrometer} binds
+ * this to Micrometer). Called on the request's thread or Redis's reply thread: keep it short and
+ * non-blocking. What a listener throws is logged (once a minute at most) and never reaches a
+ * request.
+ *
+ * <p>{@code route} is always the framework's route template (never the concrete path), "" when the
+ * request matched none.
+ */
+public interface ServerKitListener {
+  ServerKitListener NONE = new ServerKitListener() {};
+
+  /** How the idempotency guard handled a request, or how its execution ended. */
+  enum IdempotencyOutcome {
+    /** First request with the key: claimed, the handler runs. */
+    CLAIMED,
+    /** A duplicate after completion: the stored answer was replayed. */
+    REPLAYED,
+    /** A duplicate while the first runs: 409. */
+    CONFLICT,
+    /** The key was used with another fingerprint: 422. */
+    MISMATCH,
+    /** No key on a route that requires one: 400. */
+    MISSING,
+    /** An unreadable key, or more than one key field line: 400. */
+    INVALID,
+    /** No key where none is required: the handler runs unguarded. */
+    NO_KEY,
+    /** Redis failed or was too slow; fail closed: 503 with pushback. */
+    STORE_ERROR_FAIL_CLOSED,
+    /** Redis failed or was too slow; fail open: the handler runs unguarded. */
+    STORE_ERROR_FAIL_OPEN,
+    /** The handler's answer was stored for replays. */
+    STORED,
+    /** The answer's write was refused: the claim had been taken over (fenced). */
+    FENCED,
+    /** The claim was released (an outcome the policy does not store, or the handler failed). */
+    RELEASED;
+
+    /** Lower-case name for metric tags. */
+    public String tag() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** How a tied copy's claim went. */
+  enum TieOutcome {
+    WON, LOST, /** Redis could not be asked: the copy runs. */ UNASKED;
+
+    public String tag() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  default void onIdempotency(String route, IdempotencyOutcome outcome) {}
+
+  default void onTie(String route, TieOutcome outcome) {}
+
+  /** Admission of one request by the limiter named {@code limiter}: retry partition or first. */
+  default void onAdmission(String limiter, boolean retry, boolean admitted) {}
+
+  /** A shed answer was sent: wait (positive pushback) or do not retry (the whole service is overloaded). */
+  default void onShedAnswer(String limiter, boolean doNotRetry) {}
+
+  /** A middle layer answered upstream with do-not-retry, for {@code reason}. */
+  default void onSuppression(Downstream.Reason reason) {}
+
+  /** Runs {@code call} on {@code listener}, keeping what it throws away from the request. */
+  static void safely(Runnable call) {
+    try {
+      call.run();
+    } catch (RuntimeException e) {
+      Failures.log(e);
+    }
+  }
+
+  /** Rate-limited logging of listener failures. */
+  final class Failures {
+    private static final Logger LOG = Logger.getLogger(ServerKitListener.class.getName());
+    private static final java.util.concurrent.atomic.AtomicLong LAST = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
+
+    private Failures() {}
+
+    static void log(RuntimeException e) {
+      long now = System.nanoTime();
+      long last = LAST.get();
+      if ((last == Long.MIN_VALUE || now - last >= 60_000_000_000L) && LAST.compareAndSet(last, now)) {
+        LOG.log(Level.WARNING, "a ServerKitListener threw; the request went on", e);
+      }
+    }
+  }
+}
