@@ -176,6 +176,11 @@ public final class Coordinator implements AutoCloseable {
     return guard.open();
   }
 
+  /** The most deadline closes one sweep of the connection guard issued at once. */
+  int largestSweepPass() {
+    return guard.largestSweepPass();
+  }
+
   /** Open HTTP connections without a request in progress. */
   int waitingConnections() {
     return guard.waiting();

@@ -46,7 +46,8 @@ class HttpHardeningTest {
   @BeforeAll
   static void start() throws Exception {
     coordinator = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
-        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN)));
+        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN,
+        "COORDINATOR_METRICS_CACHE_MS", "0")));
     port = coordinator.port();
   }
 
