@@ -320,6 +320,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     int requests; // requests handed to Vert.x so far
     boolean retired; // the last request allowed has ended: the rest is dropped
     boolean partialRequest; // bytes of a request came, its headers have not ended
+    Refusal deferred; // a pipelined request refused behind answers not written yet
     boolean answerStarted; // the answer to the request in progress has begun
     long discarded;
     final RawWatch raw = new RawWatch();
@@ -464,6 +465,19 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     void answerWritten() {
       inFlight--;
       answerStarted = false;
+      if (inFlight <= 0 && deferred != null && ch.isOpen()) {
+        Refusal r = deferred;
+        deferred = null;
+        inFlight = 0;
+        bodyPending = true; // linger: the client reads every answer, then the FIN
+        ChannelHandlerContext g = ch.pipeline().context(gate);
+        if (g != null) {
+          gate.refuse(g, r);
+        } else {
+          ch.close();
+        }
+        return;
+      }
       if (closeAfterAnswer || bodyPending && inFlight <= 0) {
         // answered before its body ended: never kept alive (the guard added Connection: close)
         lingerOrClose();
@@ -599,16 +613,24 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
       private void refuse(ChannelHandlerContext ctx, Refusal r) {
         if (inFlight > 0) {
-          // pipelined behind a request Vert.x still answers: answers cannot overtake it
-          ch.close();
+          // pipelined behind requests Vert.x still answers: answers cannot overtake theirs, so this
+          // one is answered after the last of them is written, then the connection ends (what is
+          // pipelined behind it is dropped)
+          deferred = r.closing();
+          retired = true;
           return;
         }
-        byte[] body = r.json().getBytes(StandardCharsets.UTF_8);
+        byte[] body = r.status().code() == 204 ? new byte[0] : r.json().getBytes(StandardCharsets.UTF_8);
         DefaultFullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, r.status(),
             Unpooled.wrappedBuffer(body));
         HttpHeaders h = res.headers();
-        h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        if (body.length > 0) {
+          h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        }
         h.set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        if (r.allow() != null) {
+          h.set(HttpHeaderNames.ALLOW, r.allow());
+        }
         if (!r.keepAlive()) {
           h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         }
@@ -619,7 +641,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           ctx.writeAndFlush(res);
           enter(Phase.IDLE, idleNanos);
         } else {
-          bodyPending = swallow;
+          bodyPending |= swallow;
           ctx.writeAndFlush(res).addListener(f -> lingerOrClose());
           discarding = true;
         }
@@ -627,7 +649,15 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
+  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive, String allow) {
+    Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
+      this(status, field, message, keepAlive, null);
+    }
+
+    Refusal closing() {
+      return new Refusal(status, field, message, false, allow);
+    }
+
     String json() {
       JsonObject o = new JsonObject().put("error", message);
       return (field == null ? o : o.put("field", field)).encode();
@@ -682,6 +712,33 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           && !h.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
       return new Refusal(HttpResponseStatus.NOT_IMPLEMENTED, "method", "unknown method", keepAlive);
     }
+    // RFC 9112 section 3.2: an HTTP/1.1 request without Host, any request with two, or with a Host
+    // that is no host[:port], is 400
+    java.util.List<String> hosts = headers.getAll(HttpHeaderNames.HOST);
+    if (hosts.size() > 1 || (hosts.isEmpty() && req.protocolVersion() == HttpVersion.HTTP_1_1)) {
+      return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", hosts.isEmpty()
+          ? "an HTTP/1.1 request needs a Host header" : "more than one Host header", false);
+    }
+    if (hosts.size() == 1 && !HOST_VALUE.matcher(hosts.get(0)).matches()) {
+      return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", "Host is not a host[:port]", false);
+    }
+    if (req.uri().equals("*")) {
+      // the asterisk-form (RFC 9112 section 3.2.4): OPTIONS asks about the server as a whole
+      if (!method.equals("OPTIONS")) {
+        return new Refusal(HttpResponseStatus.BAD_REQUEST, "path", "* is a target for OPTIONS only", false);
+      }
+      boolean noBody = !headers.contains(HttpHeaderNames.TRANSFER_ENCODING)
+          && (!headers.contains(HttpHeaderNames.CONTENT_LENGTH) || "0".equals(headers.get(HttpHeaderNames.CONTENT_LENGTH)));
+      boolean keepAlive = noBody && req.protocolVersion() == HttpVersion.HTTP_1_1
+          && !headers.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
+      return new Refusal(HttpResponseStatus.NO_CONTENT, null, null, keepAlive, SERVER_METHODS);
+    }
     return null;
   }
+
+  /** reg-name or IPv4 (RFC 3986 characters), or an IPv6 literal in brackets; an optional port. */
+  private static final java.util.regex.Pattern HOST_VALUE = java.util.regex.Pattern.compile(
+      "(?:[A-Za-z0-9._~!$&'()*+,;=%-]*|\\[[0-9A-Fa-f:.]+])(?::[0-9]{0,5})?");
+  /** What OPTIONS * answers: every method some path here serves. */
+  static final String SERVER_METHODS = "GET, HEAD, PUT, POST, DELETE, OPTIONS";
 }

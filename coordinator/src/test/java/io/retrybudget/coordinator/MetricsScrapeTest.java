@@ -65,7 +65,7 @@ class MetricsScrapeTest {
       Gauge.builder("probe", () -> renderings.incrementAndGet()).register(registry);
       java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000_000_000L);
       Router router = Router.router(vertx);
-      router.get("/metrics").handler(new MetricsScrape(vertx, registry, now::get, 1_000));
+      router.route("/metrics").handler(new MetricsScrape(vertx, registry, now::get, 1_000));
       HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
           .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
       try (RawHttp c = new RawHttp(server.actualPort())) {
@@ -80,6 +80,13 @@ class MetricsScrapeTest {
         assertTrue(fresh.body().contains("probe 2.0"), "rendered again a second later: " + fresh.body());
       }
       assertEquals(2, renderings.get());
+      try (RawHttp c = new RawHttp(server.actualPort())) {
+        RawHttp.Answer head = c.send("HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n").readHeadOnly();
+        RawHttp.Answer get = c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").read();
+        assertEquals(200, head.status());
+        assertEquals(Integer.toString(get.body().getBytes(java.nio.charset.StandardCharsets.UTF_8).length),
+            head.header("content-length"), "HEAD: the Content-Length of the same rendering's GET");
+      }
     } finally {
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
