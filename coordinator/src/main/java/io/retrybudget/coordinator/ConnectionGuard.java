@@ -137,7 +137,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   // the acceptor thread (the sweep's) only:
   private io.netty.util.concurrent.EventExecutor sweeper;
   private boolean backlogPass;
-  private volatile int largestPass;
+  private volatile int mostExpiring;
 
   ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry) {
     this.limits = limits;
@@ -270,7 +270,6 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    */
   private void sweep() {
     long now = System.nanoTime();
-    int issued = 0;
     boolean more = false;
     for (Conn c : all) {
       if (now - c.deadline > 0 && !c.picked && !c.closing.get()) {
@@ -278,26 +277,29 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           more = true;
           break;
         }
-        expiring.incrementAndGet();
-        issued++;
+        int queued = expiring.incrementAndGet();
+        if (queued > mostExpiring) {
+          mostExpiring = queued;
+        }
         c.expire();
       }
     }
-    if (issued > largestPass) {
-      largestPass = issued;
-    }
-    if (more && !backlogPass && sweeper != null) {
+    if (more && !backlogPass && sweeper != null && !sweeper.isShuttingDown()) {
       backlogPass = true;
-      sweeper.schedule(() -> {
-        backlogPass = false;
-        sweep();
-      }, BACKLOG_PASS_MILLIS, TimeUnit.MILLISECONDS);
+      try {
+        sweeper.schedule(() -> {
+          backlogPass = false;
+          sweep();
+        }, BACKLOG_PASS_MILLIS, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException stopping) {
+        backlogPass = false; // the server is stopping: its connections close with it
+      }
     }
   }
 
-  /** The most deadline closes one sweep pass issued (tests). */
-  int largestSweepPass() {
-    return largestPass;
+  /** The most deadline closes queued on event loops at once so far (tests). */
+  int mostExpiringAtOnce() {
+    return mostExpiring;
   }
 
   // --- one connection ---------------------------------------------------------------------------

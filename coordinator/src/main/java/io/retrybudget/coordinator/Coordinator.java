@@ -197,9 +197,9 @@ public final class Coordinator implements AutoCloseable {
     return guard.open();
   }
 
-  /** The most deadline closes one sweep of the connection guard issued at once. */
-  int largestSweepPass() {
-    return guard.largestSweepPass();
+  /** The most deadline closes the connection guard had queued on the event loop at once. */
+  int mostExpiringAtOnce() {
+    return guard.mostExpiringAtOnce();
   }
 
   /** Open HTTP connections without a request in progress. */

@@ -49,6 +49,9 @@ class HostileProcessTest {
     pb.environment().put("REDIS_URL", redis.uri());
     pb.environment().put("COORDINATOR_PORT", Integer.toString(port));
     pb.environment().put("COORDINATOR_TOKEN", "hostile-test-token");
+    // every scrape rendered afresh, so the series are counted exactly (a cached rendering of up to
+    // a second before could hide growth, or miss the first scrape's own series in the baseline)
+    pb.environment().put("COORDINATOR_METRICS_CACHE_MS", "0");
     Process p = pb.start();
     AtomicLong maxRss = new AtomicLong();
     ScheduledExecutorService rss = Executors.newSingleThreadScheduledExecutor();
