@@ -95,9 +95,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    * Deadline closes queued on the event loop at once, at most: a probe's connection waits behind
    * at most this many, however many connections expire together.
    */
-  static final int MAX_EXPIRING = 32;
+  static final int MAX_EXPIRING = 64;
   /** While more connections are past their deadline than one pass closes, the next pass after this. */
-  static final long BACKLOG_PASS_MILLIS = 5;
+  static final long BACKLOG_PASS_MILLIS = 2;
   /** A reserve connection's headers must be complete this soon (a probe sends them at once). */
   static final long PROBE_HEADER_NANOS = TimeUnit.SECONDS.toNanos(1);
 
@@ -323,6 +323,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     boolean retired; // the last request allowed has ended: the rest is dropped
     boolean partialRequest; // bytes of a request came, its headers have not ended
     Refusal deferred; // a pipelined request refused behind answers not written yet
+    boolean answeredEarly; // answered before its body ended: the rest of the body is dropped
     boolean answerStarted; // the answer to the request in progress has begun
     long discarded;
     final RawWatch raw = new RawWatch();
@@ -561,6 +562,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         if (swallow || discarding || retired) {
           if (msg instanceof LastHttpContent) {
             swallow = false;
+            if (answeredEarly) {
+              bodyPending = false; // it did end: nothing to linger for
+            }
           }
           ReferenceCountUtil.release(msg);
           return;
@@ -599,6 +603,13 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
             // the answer to a request whose body has not ended (from any route): the connection
             // ends with it, the rest of the body is discarded, never awaited on a kept-alive one
             r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            if (bodyPending && !swallow) {
+              // nobody reads the rest of this body: dropped here as it is decoded, not handed to
+              // Vert.x, and no more of it is read (a 401 to a 64 KiB unauthenticated upload)
+              swallow = true;
+              answeredEarly = true;
+              ch.config().setAutoRead(false);
+            }
           }
           if (finalAnswer && r.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true)) {
             closeAfterAnswer = true;
