@@ -468,7 +468,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     void answerWritten() {
       inFlight--;
       answerStarted = false;
-      if (inFlight <= 0 && deferred != null && ch.isOpen()) {
+      if (inFlight <= 0 && deferred != null && !closeAfterAnswer && ch.isOpen()) {
+        // (after an answer that said Connection: close, nothing more is sent)
         Refusal r = deferred;
         deferred = null;
         inFlight = 0;
