@@ -81,8 +81,8 @@ final class BudgetApi {
     read(router, "/metrics", null, metrics);
     read(router, "/health/live", null, ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
     read(router, "/health/ready", null, this::ready);
-    read(router, "/openapi.yaml", null, ctx -> ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
-        .end(openApi));
+    read(router, "/openapi.yaml", null, ctx -> headLength(ctx, openApi)
+        .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8").end(openApi));
     for (StatusPage.Route r : StatusPage.load().routes()) {
       read(router, r.path(), r.query(), r.handler());
     }
@@ -169,6 +169,12 @@ final class BudgetApi {
 
   private void checkQuery(RoutingContext ctx, Set<String> allowedParams) {
     if (ctx.request().query() != null && !ctx.request().query().isEmpty()) {
+      String unnamed = RequestParser.unnamedQueryField(ctx.request().query());
+      if (unnamed != null) {
+        // the decoder would read "=1" as a parameter named 1
+        error(ctx, 400, "query", "query field without a name: " + abbreviate(unnamed));
+        return;
+      }
       MultiMap params;
       try {
         params = ctx.queryParams();
@@ -219,6 +225,11 @@ final class BudgetApi {
     if (!media.equalsIgnoreCase("application/json")) {
       error(ctx, 415, "Content-Type", "Content-Type must be application/json"
           + (type == null ? "" : ", was " + abbreviate(type)));
+      return;
+    }
+    String charset = RequestParser.charset(type);
+    if (charset != null && !charset.equalsIgnoreCase("utf-8")) {
+      error(ctx, 415, "Content-Type", "JSON bodies are UTF-8 (RFC 8259 section 8.1), charset was " + abbreviate(charset));
       return;
     }
     ctx.next();
@@ -382,7 +393,7 @@ final class BudgetApi {
   }
 
   private static void badRequest(RoutingContext ctx, BadRequestException e) {
-    error(ctx, 400, e.field(), e.getMessage());
+    error(ctx, e.status(), e.field(), e.getMessage());
   }
 
   /** A write to a budget that has no configuration: nothing was created (COORDINATOR_AUTO_CREATE=false). */
@@ -419,7 +430,19 @@ final class BudgetApi {
       return;
     }
     closeIfBodyUnread(ctx);
-    ctx.response().setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(body.encode());
+    Buffer encoded = body.toBuffer();
+    headLength(ctx, encoded).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
+        .end(encoded);
+  }
+
+  /** HEAD answers the Content-Length its GET would have (Vert.x leaves it out), RFC 9110 section 9.3.2. */
+  static io.vertx.core.http.HttpServerResponse headLength(RoutingContext ctx, String body) {
+    if (ctx.request().method() == HttpMethod.HEAD) {
+      // bytes as sent (UTF-8), not chars: a name or field in an error may be any Unicode
+      ctx.response().putHeader(HttpHeaders.CONTENT_LENGTH,
+          Integer.toString(body.getBytes(java.nio.charset.StandardCharsets.UTF_8).length));
+    }
+    return ctx.response();
   }
 
   /** An answer before the body was read ends the connection; the guard discards the rest of the body. */

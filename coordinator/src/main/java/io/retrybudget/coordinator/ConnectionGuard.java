@@ -91,6 +91,15 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    * and what is pipelined behind it is dropped. Bounds how long a reader, however slow, keeps one.
    */
   static final int MAX_REQUESTS_PER_CONNECTION = 100;
+  /**
+   * Deadline closes queued on the event loop at once, at most: a probe's connection waits behind
+   * at most this many, however many connections expire together.
+   */
+  static final int MAX_EXPIRING = 64;
+  /** While more connections are past their deadline than one pass closes, the next pass after this. */
+  static final long BACKLOG_PASS_MILLIS = 2;
+  /** A reserve connection's headers must be complete this soon (a probe sends them at once). */
+  static final long PROBE_HEADER_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   enum Reason {
     REFUSED, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
@@ -118,9 +127,17 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private final Map<Reason, Counter> closed = new EnumMap<>(Reason.class);
   /** Accepted, not yet set up by the event loop: while many are, accepting pauses (see {@link #channelRead}). */
   private final AtomicInteger settingUp = new AtomicInteger();
+  /** Open connections admitted over the cap for a health probe: at most {@link HttpLimits#probeReserve()}. */
+  private final AtomicInteger reserved = new AtomicInteger();
   private volatile Channel listener;
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private volatile ScheduledFuture<?> sweep;
+  /** Deadline closes handed to event loops and not run yet: at most {@link #MAX_EXPIRING}. */
+  private final AtomicInteger expiring = new AtomicInteger();
+  // the acceptor thread (the sweep's) only:
+  private io.netty.util.concurrent.EventExecutor sweeper;
+  private boolean backlogPass;
+  private volatile int mostExpiring;
 
   ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry) {
     this.limits = limits;
@@ -153,6 +170,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   public void handlerAdded(ChannelHandlerContext ctx) {
     if (sweeping.compareAndSet(false, true)) {
       long every = limits.sweepMillis();
+      sweeper = ctx.executor();
       sweep = ctx.executor().scheduleAtFixedRate(this::sweep, every, every, TimeUnit.MILLISECONDS);
     }
   }
@@ -173,10 +191,16 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     // an evicted connection still closing no longer counts: the accept gating below bounds how many
     // can be closing at once, so descriptors stay within the cap plus a few dozen
     int now = open.get() - evicting.get();
+    boolean probeOnly = false;
     if (now >= limits.maxConnections() && !evictLongestWaiting()) {
-      closed.get(Reason.REFUSED).increment();
-      child.unsafe().closeForcibly();
-      return;
+      if (reserved.get() >= limits.probeReserve()) {
+        closed.get(Reason.REFUSED).increment();
+        child.unsafe().closeForcibly();
+        return;
+      }
+      // every slot carries a young request: one of the reserve's, for a health probe only
+      probeOnly = true;
+      reserved.incrementAndGet();
     }
     open.incrementAndGet();
     if (settingUp.incrementAndGet() >= MAX_SETTING_UP) {
@@ -188,13 +212,14 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         ctx.channel().config().setAutoRead(true); // the event loop caught up meanwhile
       }
     }
-    Conn c = new Conn(child);
+    Conn c = new Conn(child, probeOnly);
     all.add(c);
-    synchronized (waiting) {
-      waiting.add(c);
-    }
+    c.toWaiting();
     child.closeFuture().addListener(f -> {
       open.decrementAndGet();
+      if (c.probeOnly) {
+        reserved.decrementAndGet();
+      }
       all.remove(c);
       synchronized (waiting) {
         waiting.remove(c);
@@ -236,20 +261,45 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     return true;
   }
 
+  /**
+   * Closes the connections past their deadline, at most {@link #MAX_EXPIRING} at a time: each close
+   * (and 408) is a task on the connection's event loop, and a mass expiry (3,000 bodies that all
+   * began within two seconds) queued at once would put a health probe's accept behind all of them.
+   * While more are due, the next pass follows after {@link #BACKLOG_PASS_MILLIS}, and a pass only
+   * issues as many as the event loop has finished (self-clocked). Runs on the acceptor thread.
+   */
   private void sweep() {
     long now = System.nanoTime();
+    boolean more = false;
     for (Conn c : all) {
-      if (now - c.deadline > 0) {
-        Phase p = c.phase;
-        c.closeFor(switch (p) {
-          case HEADERS -> Reason.HEADER_TIMEOUT;
-          case BODY -> Reason.BODY_TIMEOUT;
-          case ANSWER -> Reason.RESPONSE_TIMEOUT;
-          case IDLE -> Reason.IDLE_TIMEOUT;
-          case LINGER -> null;
-        });
+      if (now - c.deadline > 0 && !c.picked && !c.closing.get()) {
+        if (expiring.get() >= MAX_EXPIRING) {
+          more = true;
+          break;
+        }
+        int queued = expiring.incrementAndGet();
+        if (queued > mostExpiring) {
+          mostExpiring = queued;
+        }
+        c.expire();
       }
     }
+    if (more && !backlogPass && sweeper != null && !sweeper.isShuttingDown()) {
+      backlogPass = true;
+      try {
+        sweeper.schedule(() -> {
+          backlogPass = false;
+          sweep();
+        }, BACKLOG_PASS_MILLIS, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException stopping) {
+        backlogPass = false; // the server is stopping: its connections close with it
+      }
+    }
+  }
+
+  /** The most deadline closes queued on event loops at once so far (tests). */
+  int mostExpiringAtOnce() {
+    return mostExpiring;
   }
 
   // --- one connection ---------------------------------------------------------------------------
@@ -257,6 +307,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private final class Conn {
     final Channel ch;
     final AtomicBoolean closing = new AtomicBoolean();
+    /** Picked by the sweep, its expiry task not run yet. */
+    volatile boolean picked;
     volatile Phase phase = Phase.HEADERS;
     volatile long deadline;
     /** When its requests came under way (the first of a pipelined run). */
@@ -269,13 +321,33 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     boolean discarding; // lingering: raw bytes are dropped
     int requests; // requests handed to Vert.x so far
     boolean retired; // the last request allowed has ended: the rest is dropped
+    boolean partialRequest; // bytes of a request came, its headers have not ended
+    Refusal deferred; // a pipelined request refused behind answers not written yet
+    boolean answeredEarly; // answered before its body ended: the rest of the body is dropped
+    boolean answerStarted; // the answer to the request in progress has begun
     long discarded;
     final RawWatch raw = new RawWatch();
     final Gate gate = new Gate();
 
-    Conn(Channel ch) {
+    /** Admitted over the cap, from the reserve: one request, a health probe, else 503. */
+    final boolean probeOnly;
+    final int maxRequests;
+
+    Conn(Channel ch, boolean probeOnly) {
       this.ch = ch;
-      this.deadline = System.nanoTime() + headerNanos;
+      this.probeOnly = probeOnly;
+      this.maxRequests = probeOnly ? 1 : MAX_REQUESTS_PER_CONNECTION;
+      this.deadline = System.nanoTime() + (probeOnly ? Math.min(headerNanos, PROBE_HEADER_NANOS) : headerNanos);
+    }
+
+    /** Among the connections a newcomer at the cap may replace (never a reserve one). */
+    void toWaiting() {
+      synchronized (waiting) {
+        busy.remove(this);
+        if (ch.isOpen() && !probeOnly) {
+          waiting.add(this);
+        }
+      }
     }
 
     private boolean counted;
@@ -291,6 +363,59 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           }
         }
       }
+    }
+
+    /** Past its deadline (the sweep, any thread): the close runs on the connection's event loop. */
+    void expire() {
+      picked = true;
+      try {
+        ch.eventLoop().execute(this::expired);
+      } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+        ConnectionGuard.this.expiring.decrementAndGet();
+        ch.close();
+      }
+    }
+
+    /**
+     * The expiry, on the event loop: a request whose headers or body did not come in time is
+     * answered 408 (when nothing of its answer was sent) and closed; anything else is closed.
+     */
+    private void expired() {
+      try {
+        if (!ch.isOpen() || System.nanoTime() - deadline <= 0) {
+          return; // closed meanwhile, or its phase moved on (a request began)
+        }
+        switch (phase) {
+          case HEADERS -> timedOut(Reason.HEADER_TIMEOUT, partialRequest && inFlight == 0, "header",
+              limits.headerTimeoutMillis());
+          case BODY -> timedOut(Reason.BODY_TIMEOUT, inFlight == 1 && !answerStarted, "body",
+              limits.bodyTimeoutMillis());
+          case ANSWER -> closeFor(Reason.RESPONSE_TIMEOUT);
+          case IDLE -> closeFor(Reason.IDLE_TIMEOUT);
+          case LINGER -> closeFor(null);
+        }
+      } finally {
+        picked = false;
+        ConnectionGuard.this.expiring.decrementAndGet();
+      }
+    }
+
+    /** RFC 9110 section 15.5.9: 408 and close, written below Vert.x (which may hold the request). */
+    private void timedOut(Reason reason, boolean answer, String field, int millis) {
+      ChannelHandlerContext rawCtx = ch.pipeline().context(raw);
+      if (!answer || rawCtx == null || !closing.compareAndSet(false, true)) {
+        closeFor(reason);
+        return;
+      }
+      closed.get(reason).increment();
+      discarding = true;
+      byte[] body = new JsonObject().put("error", "the request's " + (field.equals("header") ? "headers" : "body")
+          + " did not arrive within " + millis + " ms").put("field", field).encode().getBytes(StandardCharsets.UTF_8);
+      byte[] head = ("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " + body.length
+          + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+      // what the socket takes now is sent before the close; a client that reads nothing loses the answer
+      rawCtx.writeAndFlush(Unpooled.wrappedBuffer(head, body));
+      ch.close();
     }
 
     void closeFor(Reason reason) {
@@ -309,12 +434,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
     void waitForRequest() {
       enter(Phase.IDLE, idleNanos);
-      synchronized (waiting) {
-        busy.remove(this);
-        if (ch.isOpen()) {
-          waiting.add(this);
-        }
-      }
+      toWaiting();
     }
 
     void requestStarted(HttpRequest req) {
@@ -322,6 +442,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       // Vert.x answered it: only a declared body can be pending at the answer
       HttpHeaders h = req.headers();
       String length = h.get(HttpHeaderNames.CONTENT_LENGTH);
+      partialRequest = false;
       bodyPending = !(req instanceof LastHttpContent)
           && (h.contains(HttpHeaderNames.TRANSFER_ENCODING) || (length != null && !"0".equals(length)));
       if (inFlight++ > 0) {
@@ -330,7 +451,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       busySince = System.nanoTime();
       synchronized (waiting) {
         waiting.remove(this);
-        if (ch.isOpen()) {
+        if (ch.isOpen() && !probeOnly) {
           busy.add(this);
         }
       }
@@ -346,6 +467,21 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
     void answerWritten() {
       inFlight--;
+      answerStarted = false;
+      if (inFlight <= 0 && deferred != null && !closeAfterAnswer && ch.isOpen()) {
+        // (after an answer that said Connection: close, nothing more is sent)
+        Refusal r = deferred;
+        deferred = null;
+        inFlight = 0;
+        bodyPending = true; // linger: the client reads every answer, then the FIN
+        ChannelHandlerContext g = ch.pipeline().context(gate);
+        if (g != null) {
+          gate.refuse(g, r);
+        } else {
+          ch.close();
+        }
+        return;
+      }
       if (closeAfterAnswer || bodyPending && inFlight <= 0) {
         // answered before its body ended: never kept alive (the guard added Connection: close)
         lingerOrClose();
@@ -365,12 +501,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       }
       discarding = true;
       enter(Phase.LINGER, TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
-      synchronized (waiting) {
-        busy.remove(this);
-        if (ch.isOpen()) {
-          waiting.add(this); // answered: the first to give way at the cap
-        }
-      }
+      toWaiting(); // answered: the first to give way at the cap
       s.shutdownOutput();
       // the rest of the body is not even read: the client has the answer and the FIN; what it still
       // sends waits in the kernel until the close at the deadline (or is dropped when it ends first)
@@ -418,6 +549,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         if (phase == Phase.IDLE) {
           enter(Phase.HEADERS, headerNanos); // still waiting (evictable) until the headers end
         }
+        if (phase == Phase.HEADERS) {
+          partialRequest = true;
+        }
         ctx.fireChannelRead(msg);
       }
     }
@@ -429,12 +563,19 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         if (swallow || discarding || retired) {
           if (msg instanceof LastHttpContent) {
             swallow = false;
+            if (answeredEarly) {
+              bodyPending = false; // it did end: nothing to linger for
+            }
           }
           ReferenceCountUtil.release(msg);
           return;
         }
         if (msg instanceof HttpRequest req) {
           Refusal refusal = refusal(req);
+          if (refusal == null && probeOnly && !isProbe(req)) {
+            refusal = new Refusal(HttpResponseStatus.SERVICE_UNAVAILABLE, null, "at the connection cap "
+                + "(COORDINATOR_MAX_CONNECTIONS): only /health/live and /health/ready are answered now; retry", false);
+          }
           if (refusal != null) {
             boolean whole = msg instanceof LastHttpContent;
             ReferenceCountUtil.release(msg);
@@ -448,7 +589,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         boolean last = msg instanceof LastHttpContent;
         if (last) {
           requestEnded();
-          retired = requests >= MAX_REQUESTS_PER_CONNECTION;
+          retired = requests >= maxRequests;
         }
         ctx.fireChannelRead(msg);
       }
@@ -458,10 +599,18 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         boolean finalAnswer = true;
         if (msg instanceof HttpResponse r) {
           finalAnswer = r.status().code() >= 200;
-          if (finalAnswer && inFlight == 1 && (bodyPending || requests >= MAX_REQUESTS_PER_CONNECTION)) {
+          answerStarted |= finalAnswer;
+          if (finalAnswer && inFlight == 1 && (bodyPending || requests >= maxRequests)) {
             // the answer to a request whose body has not ended (from any route): the connection
             // ends with it, the rest of the body is discarded, never awaited on a kept-alive one
             r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            if (bodyPending && !swallow) {
+              // nobody reads the rest of this body: dropped here as it is decoded, not handed to
+              // Vert.x, and no more of it is read (a 401 to a 64 KiB unauthenticated upload)
+              swallow = true;
+              answeredEarly = true;
+              ch.config().setAutoRead(false);
+            }
           }
           if (finalAnswer && r.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true)) {
             closeAfterAnswer = true;
@@ -478,24 +627,35 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
       private void refuse(ChannelHandlerContext ctx, Refusal r) {
         if (inFlight > 0) {
-          // pipelined behind a request Vert.x still answers: answers cannot overtake it
-          ch.close();
+          // pipelined behind requests Vert.x still answers: answers cannot overtake theirs, so this
+          // one is answered after the last of them is written, then the connection ends (what is
+          // pipelined behind it is dropped)
+          deferred = r.closing();
+          retired = true;
           return;
         }
-        byte[] body = r.json().getBytes(StandardCharsets.UTF_8);
+        byte[] body = r.status().code() == 204 ? new byte[0] : r.json().getBytes(StandardCharsets.UTF_8);
         DefaultFullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, r.status(),
             Unpooled.wrappedBuffer(body));
         HttpHeaders h = res.headers();
-        h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        if (body.length > 0) {
+          h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        }
         h.set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        if (r.allow() != null) {
+          h.set(HttpHeaderNames.ALLOW, r.allow());
+        }
         if (!r.keepAlive()) {
           h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        }
+        if (r.status().equals(HttpResponseStatus.SERVICE_UNAVAILABLE)) {
+          h.set(HttpHeaderNames.RETRY_AFTER, "1");
         }
         if (r.keepAlive()) {
           ctx.writeAndFlush(res);
           enter(Phase.IDLE, idleNanos);
         } else {
-          bodyPending = swallow;
+          bodyPending |= swallow;
           ctx.writeAndFlush(res).addListener(f -> lingerOrClose());
           discarding = true;
         }
@@ -503,10 +663,28 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
-    String json() {
-      return new JsonObject().put("error", message).put("field", field).encode();
+  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive, String allow) {
+    Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
+      this(status, field, message, keepAlive, null);
     }
+
+    Refusal closing() {
+      return new Refusal(status, field, message, false, allow);
+    }
+
+    String json() {
+      JsonObject o = new JsonObject().put("error", message);
+      return (field == null ? o : o.put("field", field)).encode();
+    }
+  }
+
+  /** GET or HEAD of /health/live or /health/ready: what a reserve connection may ask. */
+  private static boolean isProbe(HttpRequest req) {
+    String method = req.method().name();
+    String uri = req.uri();
+    int q = uri.indexOf('?');
+    String path = q < 0 ? uri : uri.substring(0, q);
+    return (method.equals("GET") || method.equals("HEAD")) && (path.equals("/health/live") || path.equals("/health/ready"));
   }
 
   private static Refusal refusal(HttpRequest req) {
@@ -548,6 +726,33 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           && !h.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
       return new Refusal(HttpResponseStatus.NOT_IMPLEMENTED, "method", "unknown method", keepAlive);
     }
+    // RFC 9112 section 3.2: an HTTP/1.1 request without Host, any request with two, or with a Host
+    // that is no host[:port], is 400
+    java.util.List<String> hosts = headers.getAll(HttpHeaderNames.HOST);
+    if (hosts.size() > 1 || (hosts.isEmpty() && req.protocolVersion() == HttpVersion.HTTP_1_1)) {
+      return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", hosts.isEmpty()
+          ? "an HTTP/1.1 request needs a Host header" : "more than one Host header", false);
+    }
+    if (hosts.size() == 1 && !HOST_VALUE.matcher(hosts.get(0)).matches()) {
+      return new Refusal(HttpResponseStatus.BAD_REQUEST, "header", "Host is not a host[:port]", false);
+    }
+    if (req.uri().equals("*")) {
+      // the asterisk-form (RFC 9112 section 3.2.4): OPTIONS asks about the server as a whole
+      if (!method.equals("OPTIONS")) {
+        return new Refusal(HttpResponseStatus.BAD_REQUEST, "path", "* is a target for OPTIONS only", false);
+      }
+      boolean noBody = !headers.contains(HttpHeaderNames.TRANSFER_ENCODING)
+          && (!headers.contains(HttpHeaderNames.CONTENT_LENGTH) || "0".equals(headers.get(HttpHeaderNames.CONTENT_LENGTH)));
+      boolean keepAlive = noBody && req.protocolVersion() == HttpVersion.HTTP_1_1
+          && !headers.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
+      return new Refusal(HttpResponseStatus.NO_CONTENT, null, null, keepAlive, SERVER_METHODS);
+    }
     return null;
   }
+
+  /** reg-name or IPv4 (RFC 3986 characters), or an IPv6 literal in brackets; an optional port. */
+  private static final java.util.regex.Pattern HOST_VALUE = java.util.regex.Pattern.compile(
+      "(?:[A-Za-z0-9._~!$&'()*+,;=%-]*|\\[[0-9A-Fa-f:.]+])(?::[0-9]{0,5})?");
+  /** What OPTIONS * answers: every method some path here serves. */
+  static final String SERVER_METHODS = "GET, HEAD, PUT, POST, DELETE, OPTIONS";
 }

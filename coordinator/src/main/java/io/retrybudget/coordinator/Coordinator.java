@@ -37,6 +37,27 @@ import java.util.logging.Logger;
 public final class Coordinator implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(Coordinator.class.getName());
   static final Duration REDIS_TIMEOUT = Duration.ofSeconds(1);
+  /**
+   * Vert.x's Micrometer metrics register their connection and request gauges again for every
+   * connection and request (vertx.http.server.active.connections, ...active.requests), by design:
+   * the registration returns the id after the registry's filters, which picks the LongAdder to count
+   * in (vertx-micrometer-metrics issue 259). Since Micrometer 1.13.9 the second registration of a
+   * gauge logs a WARNING ("This Gauge has been already registered"), seen at the first scrape or
+   * shutdown of every coordinator. Only that message, and only for Vert.x's own gauges, is dropped;
+   * held here so the filtered logger is never collected.
+   */
+  private static final Logger MICROMETER_LOG = Logger.getLogger("io.micrometer.core.instrument.MeterRegistry");
+
+  static {
+    java.util.logging.Filter previous = MICROMETER_LOG.getFilter();
+    MICROMETER_LOG.setFilter(r -> !isVertxGaugeReRegistration(r.getMessage())
+        && (previous == null || previous.isLoggable(r)));
+  }
+
+  static boolean isVertxGaugeReRegistration(String message) {
+    return message != null && message.startsWith("This Gauge has been already registered")
+        && message.contains("MeterId{name='vertx.");
+  }
 
   private final LocalRedis localRedis;
   private final RedisBudgetStore store;
@@ -176,6 +197,11 @@ public final class Coordinator implements AutoCloseable {
   /** Open HTTP connections, as the connection guard counts them. */
   public int openConnections() {
     return guard.open();
+  }
+
+  /** The most deadline closes the connection guard had queued on the event loop at once. */
+  int mostExpiringAtOnce() {
+    return guard.mostExpiringAtOnce();
   }
 
   /** Open HTTP connections without a request in progress. */

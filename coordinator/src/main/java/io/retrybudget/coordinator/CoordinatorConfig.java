@@ -27,7 +27,8 @@ import java.util.regex.Pattern;
  *     holds the file's budgets (default 5000)
  * @param autoCreate COORDINATOR_AUTO_CREATE: true lets a POST to a budget without configuration
  *     create it with the defaults; false (the default) answers 404 and creates nothing
- * @param http COORDINATOR_MAX_CONNECTIONS and the HTTP timeouts
+ * @param http COORDINATOR_MAX_CONNECTIONS, the HTTP timeouts, COORDINATOR_PROBE_RESERVE and
+ *     COORDINATOR_METRICS_CACHE_MS
  * @param warnings what the operator should hear about at start (a trimmed token)
  */
 public record CoordinatorConfig(
@@ -48,7 +49,8 @@ public record CoordinatorConfig(
   public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
       "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS",
       "COORDINATOR_AUTO_CREATE", "COORDINATOR_MAX_CONNECTIONS", "COORDINATOR_HEADER_TIMEOUT_MS",
-      "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS");
+      "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS", "COORDINATOR_PROBE_RESERVE",
+      "COORDINATOR_METRICS_CACHE_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
   /** Tokens that are examples, not secrets: the placeholder the Kubernetes manifests once shipped and the usual ones. */
   static final Set<String> PLACEHOLDER_TOKENS = Set.of("replace-me-with-a-long-random-token", "replace-me",
@@ -79,7 +81,9 @@ public record CoordinatorConfig(
         intVar(env, "COORDINATOR_MAX_CONNECTIONS", HttpLimits.DEFAULT_MAX_CONNECTIONS, 1, 1_000_000),
         intVar(env, "COORDINATOR_HEADER_TIMEOUT_MS", HttpLimits.DEFAULT_HEADER_TIMEOUT_MS, 100, 3_600_000),
         intVar(env, "COORDINATOR_BODY_TIMEOUT_MS", HttpLimits.DEFAULT_BODY_TIMEOUT_MS, 100, 3_600_000),
-        intVar(env, "COORDINATOR_IDLE_TIMEOUT_MS", HttpLimits.DEFAULT_IDLE_TIMEOUT_MS, 100, 3_600_000));
+        intVar(env, "COORDINATOR_IDLE_TIMEOUT_MS", HttpLimits.DEFAULT_IDLE_TIMEOUT_MS, 100, 3_600_000),
+        intVar(env, "COORDINATOR_PROBE_RESERVE", HttpLimits.DEFAULT_PROBE_RESERVE, 0, 10_000),
+        intVar(env, "COORDINATOR_METRICS_CACHE_MS", HttpLimits.DEFAULT_METRICS_CACHE_MS, 0, 60_000));
     String rawToken = env.get("COORDINATOR_TOKEN");
     String token = blankToNull(rawToken) == null ? null : rawToken.strip();
     if (token != null && !token.equals(rawToken)) {

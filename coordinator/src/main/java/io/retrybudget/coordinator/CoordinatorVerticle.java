@@ -52,7 +52,7 @@ final class CoordinatorVerticle extends VerticleBase {
   public Future<?> start() {
     Router router = Router.router(vertx);
     BudgetApi api = new BudgetApi(budgets, config.token(), config.maxBudgets(), redisEndpoint,
-        new MetricsScrape(vertx, registry, System::nanoTime), openApi);
+        new MetricsScrape(vertx, registry, System::nanoTime, config.http().metricsCacheMillis()), openApi);
     api.mount(router);
     httpTags.routes(api.routes());
 

@@ -12,23 +12,38 @@ package io.retrybudget.coordinator;
  *     the body, and again from there to the last byte of the answer (default 30000)
  * @param idleTimeoutMillis COORDINATOR_IDLE_TIMEOUT_MS: a keep-alive connection with no request
  *     (default 60000)
+ * @param probeReserve COORDINATOR_PROBE_RESERVE: connections admitted beyond the cap when every
+ *     connection carries a young request, for one health probe each (anything else there is 503);
+ *     default 16, 0 for none
+ * @param metricsCacheMillis COORDINATOR_METRICS_CACHE_MS: a rendering of GET /metrics answers the
+ *     scrapes of this long after it began (default 1000: one rendering a second however many
+ *     scrape; 0: only the scrapes that arrive while it renders)
  */
-public record HttpLimits(int maxConnections, int headerTimeoutMillis, int bodyTimeoutMillis, int idleTimeoutMillis) {
+public record HttpLimits(int maxConnections, int headerTimeoutMillis, int bodyTimeoutMillis, int idleTimeoutMillis,
+    int probeReserve, int metricsCacheMillis) {
   public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
   public static final int DEFAULT_HEADER_TIMEOUT_MS = 10_000;
   public static final int DEFAULT_BODY_TIMEOUT_MS = 30_000;
   public static final int DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+  public static final int DEFAULT_PROBE_RESERVE = 16;
+  public static final int DEFAULT_METRICS_CACHE_MS = 1_000;
 
   public HttpLimits {
     positive("maxConnections", maxConnections);
     positive("headerTimeoutMillis", headerTimeoutMillis);
     positive("bodyTimeoutMillis", bodyTimeoutMillis);
     positive("idleTimeoutMillis", idleTimeoutMillis);
+    if (probeReserve < 0) {
+      throw new IllegalArgumentException("probeReserve must be at least 0, was " + probeReserve);
+    }
+    if (metricsCacheMillis < 0) {
+      throw new IllegalArgumentException("metricsCacheMillis must be at least 0, was " + metricsCacheMillis);
+    }
   }
 
   static HttpLimits defaults() {
     return new HttpLimits(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_BODY_TIMEOUT_MS,
-        DEFAULT_IDLE_TIMEOUT_MS);
+        DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PROBE_RESERVE, DEFAULT_METRICS_CACHE_MS);
   }
 
   /** How often deadlines are checked: a quarter of the shortest, between 20 ms and 1 s. */

@@ -13,21 +13,23 @@ import java.util.function.LongSupplier;
 /**
  * GET /metrics: the Prometheus text is rendered on a worker thread, never on the event loop (a
  * full tag space is tens of milliseconds of work), and one rendering answers every scrape that
- * arrives while it runs (and for {@link #FRESH_MILLIS} after): any number of concurrent or pipelined
- * scrapes cost one rendering at a time, and the event loop only writes the text. Runs on the event loop it is mounted on; its fields are that loop's only.
+ * arrives while it runs and until {@code freshMillis} after it began (COORDINATOR_METRICS_CACHE_MS,
+ * default 1 s): however many scrapes come, concurrent, pipelined or one after another, they cost at
+ * most one rendering a second, and the event loop only writes the text. Runs on the event loop it
+ * is mounted on; its fields are that loop's only.
  */
 final class MetricsScrape implements Handler<RoutingContext> {
-  /** How long a finished rendering still answers new scrapes (0: only the ones that came while it ran). */
-  static final long FRESH_MILLIS = 0;
   static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
   private final LongSupplier nanoTime;
+  private final long freshNanos;
   private Future<Buffer> latest;
   private long renderedAt;
 
-  MetricsScrape(Vertx vertx, PrometheusMeterRegistry registry, LongSupplier nanoTime) {
+  MetricsScrape(Vertx vertx, PrometheusMeterRegistry registry, LongSupplier nanoTime, long freshMillis) {
+    this.freshNanos = TimeUnit.MILLISECONDS.toNanos(freshMillis);
     this.vertx = vertx;
     this.registry = registry;
     this.nanoTime = nanoTime;
@@ -36,7 +38,7 @@ final class MetricsScrape implements Handler<RoutingContext> {
   @Override
   public void handle(RoutingContext ctx) {
     long now = nanoTime.getAsLong();
-    if (latest == null || (latest.isComplete() && now - renderedAt >= TimeUnit.MILLISECONDS.toNanos(FRESH_MILLIS))) {
+    if (latest == null || (latest.isComplete() && now - renderedAt >= freshNanos)) {
       renderedAt = now;
       // unordered: a slow rendering never queues another behind it on the worker pool
       latest = vertx.executeBlocking(() -> Buffer.buffer(registry.scrape()), false);
@@ -46,7 +48,7 @@ final class MetricsScrape implements Handler<RoutingContext> {
         return;
       }
       if (r.succeeded()) {
-        ctx.response().putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
+        BudgetApi.headLength(ctx, r.result()).putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
       } else {
         ctx.fail(r.cause());
       }

@@ -19,6 +19,33 @@ final class RequestParser {
 
   private RequestParser() {}
 
+  /** The {@code charset} parameter of a Content-Type, unquoted, or null. */
+  static String charset(String contentType) {
+    if (contentType == null) {
+      return null;
+    }
+    String[] parts = contentType.split(";");
+    for (int i = 1; i < parts.length; i++) {
+      String p = parts[i].strip();
+      int eq = p.indexOf('=');
+      if (eq > 0 && p.substring(0, eq).strip().equalsIgnoreCase("charset")) {
+        String v = p.substring(eq + 1).strip();
+        return v.length() >= 2 && v.startsWith("\"") && v.endsWith("\"") ? v.substring(1, v.length() - 1) : v;
+      }
+    }
+    return null;
+  }
+
+  /** The first field of a raw query string whose name is empty ({@code =1}), or null. */
+  static String unnamedQueryField(String query) {
+    for (String field : query.split("&", -1)) {
+      if (field.startsWith("=")) {
+        return field;
+      }
+    }
+    return null;
+  }
+
   static String name(String raw) {
     if (!BudgetNames.isValid(raw)) {
       throw new BadRequestException("name", "name must match [A-Za-z0-9._-]{1,100}");
@@ -30,6 +57,10 @@ final class RequestParser {
     if (body == null || body.length() == 0) {
       throw new BadRequestException("body", "a JSON object is required");
     }
+    if (notUtf8(body)) {
+      throw new BadRequestException(415, "body", "JSON bodies are UTF-8 (RFC 8259 section 8.1); this one is UTF-16 "
+          + "or UTF-32 (a byte-order mark or zero bytes at its start)");
+    }
     Object parsed;
     try {
       parsed = StrictJson.parse(body.getBytes());
@@ -40,6 +71,25 @@ final class RequestParser {
       throw new BadRequestException("body", "a JSON object is required");
     }
     return o;
+  }
+
+  /**
+   * What the JSON parser would otherwise detect and decode as UTF-16 or UTF-32: a UTF-16 byte-order
+   * mark, or a zero byte among the first four (a JSON text starts with an ASCII character, which
+   * is a zero byte and another in UTF-16 and three zeros and another in UTF-32).
+   */
+  private static boolean notUtf8(Buffer body) {
+    int n = Math.min(4, body.length());
+    if (n >= 2 && ((body.getByte(0) == (byte) 0xFE && body.getByte(1) == (byte) 0xFF)
+        || (body.getByte(0) == (byte) 0xFF && body.getByte(1) == (byte) 0xFE))) {
+      return true;
+    }
+    for (int i = 0; i < n; i++) {
+      if (body.getByte(i) == 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   static ConfigUpdate configUpdate(JsonObject o) {

@@ -46,10 +46,13 @@ class CoordinatorConfigTest {
 
   @Test
   void httpLimitsHaveDefaultsAndAreRead() {
-    assertEquals(new HttpLimits(10_000, 10_000, 30_000, 60_000), CoordinatorConfig.fromEnvironment(Map.of()).http());
-    assertEquals(new HttpLimits(5, 100, 200, 300), CoordinatorConfig.fromEnvironment(Map.of(
+    assertEquals(new HttpLimits(10_000, 10_000, 30_000, 60_000, 16, 1_000), CoordinatorConfig.fromEnvironment(Map.of()).http());
+    assertEquals(new HttpLimits(5, 100, 200, 300, 0, 0), CoordinatorConfig.fromEnvironment(Map.of(
         "COORDINATOR_MAX_CONNECTIONS", "5", "COORDINATOR_HEADER_TIMEOUT_MS", "100",
-        "COORDINATOR_BODY_TIMEOUT_MS", "200", "COORDINATOR_IDLE_TIMEOUT_MS", "300")).http());
+        "COORDINATOR_BODY_TIMEOUT_MS", "200", "COORDINATOR_IDLE_TIMEOUT_MS", "300",
+        "COORDINATOR_PROBE_RESERVE", "0", "COORDINATOR_METRICS_CACHE_MS", "0")).http());
+    assertMessage("COORDINATOR_PROBE_RESERVE", Map.of("COORDINATOR_PROBE_RESERVE", "-1"));
+    assertMessage("COORDINATOR_METRICS_CACHE_MS", Map.of("COORDINATOR_METRICS_CACHE_MS", "60001"));
     assertMessage("COORDINATOR_MAX_CONNECTIONS", Map.of("COORDINATOR_MAX_CONNECTIONS", "0"));
     assertMessage("COORDINATOR_HEADER_TIMEOUT_MS", Map.of("COORDINATOR_HEADER_TIMEOUT_MS", "ten"));
     assertMessage("COORDINATOR_BODY_TIMEOUT_MS", Map.of("COORDINATOR_BODY_TIMEOUT_MS", "-1"));

@@ -202,6 +202,15 @@ final class HostileAttacks {
 
     private final long born = System.nanoTime();
     final List<String> slow = new ArrayList<>();
+    /** When each missed probe began, ms since the prober started (guarded by {@link #slow}). */
+    private final List<Long> missedAt = new ArrayList<>();
+
+    /** Probes that began in [fromMillis, toMillis] (since the prober started) and missed. */
+    int missesBetween(long fromMillis, long toMillis) {
+      synchronized (slow) {
+        return (int) missedAt.stream().filter(t -> t >= fromMillis && t <= toMillis).count();
+      }
+    }
 
     /** Milliseconds since the prober started. */
     long at() {
@@ -221,6 +230,7 @@ final class HostileAttacks {
           maxFailedInARow.accumulateAndGet(failedInARow.incrementAndGet(), Math::max);
           failures.incrementAndGet();
           synchronized (slow) {
+            missedAt.add((start - born) / 1_000_000);
             slow.add((start - born) / 1_000_000 + " ms: " + ms + " ms");
           }
         }

@@ -26,8 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 12's attacks, unauthenticated, against the coordinator in its own JVM with {@code -Xmx256m}
  * and the default limits: 100,000 distinct methods, 3,000 partial bodies, 500 slow-header
  * connections, 20,000 connection attempts. The process lives, its RSS stays under 450 MB,
- * {@code /health/live} answers a fresh connection every 100 ms within 1 s (never two misses in a
- * row, 99 % at least: see the assertion), /metrics does not grow, and an authenticated write works
+ * {@code /health/live} answers a fresh connection every 100 ms within 1 s (never three misses in a
+ * row, 98 % at least: see the assertions), /metrics does not grow, and an authenticated write works
  * afterwards.
  *
  * <p>Sized for this machine's 20,000 descriptors per process (ulimit -n, not raisable here): the
@@ -49,6 +49,9 @@ class HostileProcessTest {
     pb.environment().put("REDIS_URL", redis.uri());
     pb.environment().put("COORDINATOR_PORT", Integer.toString(port));
     pb.environment().put("COORDINATOR_TOKEN", "hostile-test-token");
+    // every scrape rendered afresh, so the series are counted exactly (a cached rendering of up to
+    // a second before could hide growth, or miss the first scrape's own series in the baseline)
+    pb.environment().put("COORDINATOR_METRICS_CACHE_MS", "0");
     Process p = pb.start();
     AtomicLong maxRss = new AtomicLong();
     ScheduledExecutorService rss = Executors.newSingleThreadScheduledExecutor();
@@ -68,6 +71,8 @@ class HostileProcessTest {
       HostileAttacks.metricsLines(port); // the first scrape adds its own series; the second is the baseline
       int metricsBefore = HostileAttacks.metricsLines(port);
 
+      long partialFrom;
+      long partialUntil;
       try (HostileAttacks.Prober prober = new HostileAttacks.Prober(port, 100)) {
         assertEquals(100_000, HostileAttacks.methodFlood(port, 100_000, "M"), "every unknown method answered (501)");
         System.out.println("methods done at " + prober.at() + " ms");
@@ -77,6 +82,7 @@ class HostileProcessTest {
             HostileAttacks.Swarm partial = new HostileAttacks.Swarm(port, List.of(), HostileAttacks.partialBody(), 0)) {
           slow.connect(500, 1_000, 10_000);
           System.out.println("slow headers connected at " + prober.at() + " ms");
+          partialFrom = prober.at();
           partial.connect(3_000, 5_000, 30_000, HostileAttacks.PARTIAL_PER_SECOND);
           System.out.println("partial bodies connected at " + prober.at() + " ms");
           // the partial bodies are answered (401) and closed; the slow headers are cut at 10 s
@@ -85,6 +91,7 @@ class HostileProcessTest {
             slow.pump(50);
             partial.pump(50);
           }
+          partialUntil = prober.at();
           System.out.println("slow headers and partial bodies done at " + prober.at() + " ms");
           assertEquals(3_000, partial.closedByServer, "every unauthenticated partial body ended by the server");
           assertEquals(500, slow.closedByServer, "every slow-header connection cut");
@@ -103,10 +110,16 @@ class HostileProcessTest {
               idle.closedByServer + " closed by the server");
           assertTrue(HostileAttacks.live(port, 1_000), "a fresh probe gets in at the cap");
         }
-        // /health/live within 1 s throughout: on a shared 2-core machine a rare probe misses (seen: two
-        // in a row, 1.1 and 2.7 s, while 3,000 partial bodies were being closed), so the test asks what
-        // a kubelet acts on: never three misses in a row (failureThreshold 3 restarts on three), and
-        // 98 % within 1 s
+        // /health/live within 1 s throughout, as far as a shared 2-core machine allows: the deadline
+        // closes no longer come all at once (ConnectionLimitsTest.aMassExpiryIsClosedInSmallBatches),
+        // yet under load a few probes still take just over 1 s while 1,500 connections a second
+        // arrive (partial bodies, or idle ones at the cap): that rate outruns an event loop given a
+        // tenth of a core, and a probe waits in the kernel's accept queue behind them (measured: at
+        // load 8 and 17 none; at load 13, 3 of 377, apart; at load 24, 9 of 430, five in a row while
+        // 20,000 idle connections arrived at the cap). So the test asks what a kubelet acts on: never
+        // three misses in a row (failureThreshold 3) and 98 % within 1 s; the misses per phase are printed
+        System.out.println("misses while the partial bodies were answered and closed: "
+            + prober.missesBetween(partialFrom, partialUntil));
         assertTrue(prober.maxFailedInARow.get() <= 2, "never three probes in a row slower than 1 s: " + prober.summary());
         assertTrue(prober.failures.get() * 50 <= prober.probes.get(), "98 % within 1 s: " + prober.summary());
         assertTrue(prober.probes.get() > 50, prober.summary());

@@ -46,7 +46,8 @@ class HttpHardeningTest {
   @BeforeAll
   static void start() throws Exception {
     coordinator = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
-        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN)));
+        "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", TOKEN,
+        "COORDINATOR_METRICS_CACHE_MS", "0")));
     port = coordinator.port();
   }
 
@@ -103,8 +104,121 @@ class HttpHardeningTest {
       RawHttp.Answer get = c.send(request("GET", path)).read();
       assertEquals(get.status(), head.status(), path);
       assertEquals(get.header("content-type"), head.header("content-type"), path);
+      assertTrue(head.header("content-length") != null, path + ": HEAD says how long the GET's body is");
+      if (path.equals("/metrics")) {
+        // rendered anew here (COORDINATOR_METRICS_CACHE_MS=0): the exact length is MetricsScrapeTest's
+        assertTrue(Integer.parseInt(head.header("content-length")) > 1_000, path);
+      } else {
+        assertEquals(Integer.toString(get.body().getBytes(StandardCharsets.UTF_8).length), head.header("content-length"), path);
+      }
       assertTrue(c.send(request("OPTIONS", path)).read().header("allow").startsWith("GET, HEAD, OPTIONS"), path);
     }
+  }
+
+  /** RFC 9112 section 3.2: exactly one Host on HTTP/1.1 (at most one on 1.0), and a host[:port] in it. */
+  @ParameterizedTest
+  @ValueSource(strings = {"GET /health/live HTTP/1.1\r\n\r\n",
+      "GET /health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+      "GET /health/live HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
+      "GET /health/live HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+      "GET /health/live HTTP/1.1\r\nHost: a/b\r\n\r\n",
+      "GET /health/live HTTP/1.1\r\nHost: a@b\r\n\r\n"})
+  void aMissingDuplicateOrMalformedHostIs400(String request) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(request).read();
+      assertEquals(400, r.status(), request);
+      assertEquals("header", new JsonObject(r.body()).getString("field"));
+      assertEquals("close", r.header("connection"));
+      c.timeout(2_000);
+      assertTrue(c.closedByServer());
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      assertEquals(200, c.send("GET /health/live HTTP/1.0\r\n\r\n").read().status(), "HTTP/1.0 needs no Host");
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      assertEquals(200, c.send("GET /health/live HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n").read().status());
+    }
+  }
+
+  @Test
+  void optionsAsteriskAnswersForTheWholeServer() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n").read();
+      assertEquals(204, r.status());
+      assertEquals(ConnectionGuard.SERVER_METHODS, r.header("allow"));
+      assertEquals(200, c.send(request("GET", "/health/live")).read().status(), "kept alive");
+      RawHttp.Answer get = c.send("GET * HTTP/1.1\r\nHost: t\r\n\r\n").read();
+      assertEquals(400, get.status(), "* is for OPTIONS only");
+      assertEquals("path", new JsonObject(get.body()).getString("field"));
+    }
+  }
+
+  /**
+   * A request refused below Vert.x while earlier pipelined requests are still being answered (a
+   * budget read waits for Redis) is answered after them, in order; then the connection ends.
+   */
+  @Test
+  void aRefusedPipelinedRequestKeepsTheAnswersBeforeIt() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      c.send(request("GET", "/v1/budgets/nobody") + request("GET", "/v1/budgets") + request("GET", "/health/live")
+          + "BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n" + request("GET", "/health/live"));
+      assertEquals(404, c.read().status(), "the first answer");
+      assertEquals(200, c.read().status(), "the second");
+      assertEquals(200, c.read().status(), "the third");
+      RawHttp.Answer refused = c.read();
+      assertEquals(501, refused.status(), "then the refusal");
+      assertEquals("close", refused.header("connection"));
+      c.timeout(3_000);
+      assertTrue(c.closedByServer(), "what was pipelined after it is dropped");
+    }
+  }
+
+  /** RFC 8259 section 8.1: JSON between systems is UTF-8; anything else is 415, never guessed at. */
+  @Test
+  void jsonInAnotherCharsetIs415() throws Exception {
+    String json = "{\"ratio\": 0.2}";
+    for (java.nio.charset.Charset cs : List.of(StandardCharsets.UTF_16BE, StandardCharsets.UTF_16LE,
+        StandardCharsets.UTF_16, java.nio.charset.Charset.forName("UTF-32"))) {
+      byte[] body = json.getBytes(cs);
+      try (RawHttp c = new RawHttp(port)) {
+        RawHttp.Answer r = c.send(bytes("PUT /v1/budgets/cs HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
+            + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n", body)).read();
+        assertEquals(415, r.status(), cs + ": " + r.body());
+        assertEquals("body", new JsonObject(r.body()).getString("field"), cs.toString());
+      }
+    }
+    for (String type : List.of("application/json; charset=utf-16", "application/json;charset=\"ISO-8859-1\"")) {
+      try (RawHttp c = new RawHttp(port)) {
+        RawHttp.Answer r = c.send(put("cs", json, "Authorization: Bearer " + TOKEN, "Content-Type: " + type)).read();
+        assertEquals(415, r.status(), type + ": " + r.body());
+        assertEquals("Content-Type", new JsonObject(r.body()).getString("field"), type);
+      }
+    }
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(put("cs", json, "Authorization: Bearer " + TOKEN,
+          "Content-Type: application/json; charset=UTF-8")).read();
+      assertEquals(200, r.status(), r.body());
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"/v1/budgets?=1", "/v1/budgets?exhausted=true&=x", "/v1/budgets/x?="})
+  void aQueryFieldWithoutANameIs400NamingIt(String target) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      RawHttp.Answer r = c.send(request("GET", target)).read();
+      assertEquals(400, r.status(), target + ": " + r.body());
+      JsonObject error = new JsonObject(r.body());
+      assertEquals("query", error.getString("field"), r.body());
+      String unnamed = target.substring(target.lastIndexOf(target.contains("&") ? '&' : '?') + 1);
+      assertTrue(error.getString("error").contains(unnamed), r.body());
+    }
+  }
+
+  private static byte[] bytes(String head, byte[] body) {
+    byte[] h = head.getBytes(StandardCharsets.ISO_8859_1);
+    byte[] out = java.util.Arrays.copyOf(h, h.length + body.length);
+    System.arraycopy(body, 0, out, h.length, body.length);
+    return out;
   }
 
   @ParameterizedTest

@@ -32,7 +32,7 @@ class MetricsScrapeTest {
         return 1;
       }).register(registry);
       Router router = Router.router(vertx);
-      router.get("/metrics").handler(new MetricsScrape(vertx, registry, System::nanoTime));
+      router.get("/metrics").handler(new MetricsScrape(vertx, registry, System::nanoTime, 0));
       HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
           .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
       int pipelined = 50;
@@ -47,6 +47,46 @@ class MetricsScrapeTest {
       }
       assertEquals(0, onEventLoop.get(), "rendered on the event loop " + onEventLoop.get() + " times");
       assertTrue(renderings.get() >= 1 && renderings.get() <= pipelined, renderings.get() + " renderings");
+    } finally {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+
+  /**
+   * Scrapes one after another (not only concurrent ones) share a rendering for a second after it
+   * began: 30 scrapes within the second cost one rendering, the first after it a second one.
+   */
+  @Test
+  void aRenderingAnswersEveryScrapeOfTheFollowingSecond() throws Exception {
+    Vertx vertx = Vertx.vertx();
+    try {
+      PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+      AtomicInteger renderings = new AtomicInteger();
+      Gauge.builder("probe", () -> renderings.incrementAndGet()).register(registry);
+      java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong(1_000_000_000L);
+      Router router = Router.router(vertx);
+      router.route("/metrics").handler(new MetricsScrape(vertx, registry, now::get, 1_000));
+      HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+          .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      try (RawHttp c = new RawHttp(server.actualPort())) {
+        for (int i = 0; i < 30; i++) {
+          RawHttp.Answer a = c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").read();
+          assertEquals(200, a.status());
+          assertTrue(a.body().contains("probe 1.0"), "the first rendering: " + a.body());
+          now.addAndGet(TimeUnit.MILLISECONDS.toNanos(30)); // 30 scrapes in 900 ms
+        }
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(100));
+        RawHttp.Answer fresh = c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").read();
+        assertTrue(fresh.body().contains("probe 2.0"), "rendered again a second later: " + fresh.body());
+      }
+      assertEquals(2, renderings.get());
+      try (RawHttp c = new RawHttp(server.actualPort())) {
+        RawHttp.Answer head = c.send("HEAD /metrics HTTP/1.1\r\nHost: t\r\n\r\n").readHeadOnly();
+        RawHttp.Answer get = c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").read();
+        assertEquals(200, head.status());
+        assertEquals(Integer.toString(get.body().getBytes(java.nio.charset.StandardCharsets.UTF_8).length),
+            head.header("content-length"), "HEAD: the Content-Length of the same rendering's GET");
+      }
     } finally {
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }

@@ -42,6 +42,7 @@ class PermitConcurrencyTest {
       AtomicInteger granted = new AtomicInteger();
       AtomicInteger refused = new AtomicInteger();
       AtomicInteger other = new AtomicInteger();
+      java.util.Queue<String> others = new java.util.concurrent.ConcurrentLinkedQueue<>();
       ExecutorService pool = Executors.newFixedThreadPool(clients);
       List<Future<?>> done = new ArrayList<>();
       URI uri = URI.create("http://127.0.0.1:" + c.port() + "/v1/budgets/concurrent/retries");
@@ -56,7 +57,10 @@ class PermitConcurrencyTest {
             switch (response.statusCode()) {
               case 200 -> granted.incrementAndGet();
               case 429 -> refused.incrementAndGet();
-              default -> other.incrementAndGet();
+              default -> {
+                other.incrementAndGet();
+                others.add(response.statusCode() + " " + response.body());
+              }
             }
           }
           return null;
@@ -66,7 +70,7 @@ class PermitConcurrencyTest {
         f.get();
       }
       pool.shutdown();
-      assertEquals(0, other.get(), "every answer is 200 or 429");
+      assertEquals(0, other.get(), "every answer is 200 or 429: " + others);
       assertEquals(1000, granted.get());
       assertEquals(9000, refused.get());
       JsonObject status = api.get("getBudget", "/v1/budgets/concurrent").json();

@@ -81,6 +81,11 @@ final class RawHttp implements AutoCloseable {
     return new Answer(Integer.parseInt(lines[0].split(" ")[1]), headers, "");
   }
 
+  /** One byte of what the server sends, or -1 at its end. */
+  int readByte() throws IOException {
+    return in.read();
+  }
+
   /** True when the server closed the connection (EOF or reset) within the socket timeout. */
   boolean closedByServer() throws IOException {
     try {
