@@ -175,7 +175,9 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
       return plan;
     }
 
-    private Plan resolve(Method method, Class<?> targetClass) {
+    private Plan resolve(Method invoked, Class<?> targetClass) {
+      // a JDK proxy invokes the interface's method: the annotations may be on the class's
+      Method method = AopUtils.getMostSpecificMethod(invoked, targetClass);
       Retryable retryable = AnnotatedElementUtils.findMergedAnnotation(method, Retryable.class);
       if (retryable == null) {
         retryable = AnnotatedElementUtils.findMergedAnnotation(targetClass, Retryable.class);

@@ -100,6 +100,31 @@ class RetryableBudgetTest {
     }
   }
 
+  /** A bean behind an interface: a JDK proxy, whose invocations name the interface's method. */
+  public interface Charges {
+    String charge() throws IOException;
+  }
+
+  public static class ChargesImpl implements Charges {
+    final Backend backend = new Backend();
+
+    @Override
+    @Retryable(maxRetries = 3, delay = 3_600_000)
+    @FleetBudget("none")
+    public String charge() throws IOException {
+      return backend.call();
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @EnableResilientMethods
+  static class InterfaceApp {
+    @Bean
+    Charges charges() {
+      return new ChargesImpl();
+    }
+  }
+
   public static class Misnamed {
     @Retryable
     @FleetBudget("paymnts")
@@ -222,6 +247,16 @@ class RetryableBudgetTest {
       RetryBudgetExhaustedException e = assertThrows(RetryBudgetExhaustedException.class, service::defaultBudget);
       assertTrue(e.getMessage().startsWith("retry budget 'none'"), e.getMessage());
       assertEquals(1, service.backend().calls.get());
+    });
+  }
+
+  @Test
+  void annotationsOnTheClassOfAnInterfaceProxiedBeanAreFound() {
+    runner().withUserConfiguration(InterfaceApp.class).run(context -> {
+      Charges charges = context.getBean(Charges.class);
+      assertTrue(java.lang.reflect.Proxy.isProxyClass(charges.getClass()), charges.getClass().getName());
+      assertTimeoutPreemptively(Duration.ofSeconds(20), () ->
+          assertThrows(RetryBudgetExhaustedException.class, charges::charge));
     });
   }
 
