@@ -218,6 +218,9 @@ class RetryBudgetClientInterceptorTest {
   void theCallersContextDeadlineBoundsTheCall() {
     service.otherwise = fail(Status.UNAVAILABLE);
     connect(RetryBudgetClientInterceptor.builder().policy(FOREVER), 1.0, 100);
+    // connected first: on a loaded machine the first connect alone can outlast the 2 s deadline
+    io.retrybudget.testing.Eventually.await("the channel is ready", Duration.ofSeconds(10),
+        () -> channel.getState(true) == io.grpc.ConnectivityState.READY);
     io.grpc.Context.CancellableContext context = io.grpc.Context.current()
         .withDeadlineAfter(2, TimeUnit.SECONDS, java.util.concurrent.Executors.newSingleThreadScheduledExecutor());
     StatusRuntimeException e = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> assertThrows(StatusRuntimeException.class,

@@ -3,6 +3,8 @@ package io.retrybudget.okhttp;
 import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.retry.AttemptContext;
 import io.retrybudget.retry.AttemptFunction;
+import io.retrybudget.retry.AttemptTimeoutException;
+import io.retrybudget.retry.HedgePolicy;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryListener;
@@ -16,12 +18,18 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.IntUnaryOperator;
 import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.OkHttpClient;
 import okhttp3.EventListener;
 import okhttp3.HttpUrl;
 import okhttp3.Interceptor;
@@ -52,10 +60,13 @@ import okhttp3.Response;
  * can cancel only a whole call. A refusal by the budget fails the call with {@link
  * RetryBudgetExhaustedIOException}.
  *
- * <p>Hedging is not offered here: one OkHttp {@code Call} runs one exchange at a time (the chain
- * refuses a new exchange while a response body is open), so a hedge would need a second {@code
- * Call} outside the interceptor chain; use {@code RetryingHttpClient} or the executor's {@code
- * callAsync} with {@code Call.enqueue} for hedged requests. Do not combine with OkHttp's own
+ * <p>Hedging ({@link Builder#hedging}): the call's attempts and hedges then run as calls of their
+ * own through the client given for them, started and raced by the SDK executor's asynchronous
+ * path with the {@link HedgePolicy} (every hedge asks the budget as a retry does; a refused hedge
+ * is not sent), each to the next replica; the first good response is the call's answer, every
+ * other attempt still running is cancelled, and the body of every other response that arrived is
+ * closed. {@code Call.cancel()} of the caller's call cancels them all. The caller's thread waits
+ * for the answer; the attempts run on the hedging client's dispatcher. Do not combine with OkHttp's own
  * {@code retryOnConnectionFailure} if you want the budget to see every retry (it retries silently
  * below application interceptors; turn it off).
  */
@@ -68,6 +79,15 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
   private final RetryPolicy policy;
   private final ScheduledExecutorService timers;
   private final ThreadLocal<CallScope> current = new ThreadLocal<>();
+  private final OkHttpClient hedgeClient;
+  private final IntUnaryOperator firstReplica;
+  private final RetryExecutor hedgedIdempotent;
+  private final RetryExecutor hedgedNonIdempotent;
+
+  /** Tags every attempt of a hedged call: it passes through this interceptor (its client may hold it). */
+  private static final class HedgeAttempt {
+    static final HedgeAttempt TAG = new HedgeAttempt();
+  }
 
   private RetryBudgetInterceptor(Builder b) {
     this.policy = b.policy;
@@ -80,10 +100,27 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     this.idempotent = executor(b, rules.apply(base, true));
     this.nonIdempotent = executor(b, rules.apply(base, false));
     this.single = executor(b, rules.apply(base.toBuilder().maxAttempts(1).build(), true));
+    this.hedgeClient = b.hedgeClient;
+    this.firstReplica = b.firstReplica;
+    if (b.hedging != null) {
+      // attempts run as calls of their own: cancelling the executor's future cancels them
+      this.hedgedIdempotent = executor(b, rules.apply(b.policy, true), b.hedging);
+      this.hedgedNonIdempotent = executor(b, rules.apply(b.policy, false), b.hedging);
+    } else {
+      this.hedgedIdempotent = null;
+      this.hedgedNonIdempotent = null;
+    }
   }
 
   private RetryExecutor executor(Builder b, RetryPolicy p) {
+    return executor(b, p, null);
+  }
+
+  private RetryExecutor executor(Builder b, RetryPolicy p, HedgePolicy hedging) {
     RetryExecutor.Builder e = RetryExecutor.builder(p).scheduler(RetryScheduler.of(timers));
+    if (hedging != null) {
+      e.hedging(hedging);
+    }
     b.listeners.forEach(e::listener);
     if (b.budget != null) {
       e.budget(b.budget);
@@ -101,12 +138,19 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
   @Override
   public Response intercept(Chain chain) throws IOException {
     Request request = chain.request();
+    if (request.tag(HedgeAttempt.class) != null) {
+      return chain.proceed(request); // one attempt of a hedged call, sent through a client that has this interceptor
+    }
     String ownKey = request.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER);
     RequestBody body = request.body();
-    RetryExecutor executor = body != null && (body.isOneShot() || body.isDuplex()) ? single
-        : HttpRetryRules.isIdempotentMethod(request.method()) ? idempotent : nonIdempotent;
+    boolean oneShot = body != null && (body.isOneShot() || body.isDuplex());
+    boolean safe = HttpRetryRules.isIdempotentMethod(request.method());
+    RetryExecutor executor = oneShot ? single : safe ? idempotent : nonIdempotent;
     boolean sendKey = HttpClientRules.sendsIdempotencyKey(request.method(), ownKey, makeKeys, executor.policy());
-    int offset = replicas.size() > 1 ? ThreadLocalRandom.current().nextInt(replicas.size()) : 0;
+    int offset = replicas.size() > 1 ? firstReplica.applyAsInt(replicas.size()) : 0;
+    if (hedgeClient != null && !oneShot) {
+      return hedged(chain, request, safe ? hedgedIdempotent : hedgedNonIdempotent, ownKey, sendKey, offset);
+    }
     CallScope scope = new CallScope(chain, request, sendKey, offset);
     CallScope outer = current.get();
     current.set(scope);
@@ -143,6 +187,129 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     }
   }
 
+  /** Attempt n of a call: its X-Retry-Attempt, the call's key, the n-th replica from the call's first. */
+  private Request.Builder attemptRequest(Request request, AttemptContext context, boolean sendKey, int offset) {
+    Request.Builder b = request.newBuilder()
+        .header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
+    if (sendKey) {
+      b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
+    }
+    if (!replicas.isEmpty()) {
+      HttpUrl replica = replicas.get((offset + context.attempt() - 1) % replicas.size()); // every attempt and hedge numbered
+      b.url(request.url().newBuilder().scheme(replica.scheme()).host(replica.host()).port(replica.port()).build());
+    }
+    return b;
+  }
+
+  /**
+   * A hedged call: the executor's asynchronous path sends, races and cancels the attempts, each a
+   * call of the hedging client; this thread waits for the answer, and the caller's cancel cancels
+   * the executor's future, which cancels every attempt still running.
+   */
+  private Response hedged(Chain chain, Request request, RetryExecutor executor, String ownKey, boolean sendKey,
+      int offset) throws IOException {
+    DiscardedResponses discarded = new DiscardedResponses();
+    CompletableFuture<Response> call = executor.callAsync(ownKey, (AttemptContext context) -> {
+      Call attempt = hedgeClient.newCall(
+          attemptRequest(request, context, sendKey, offset).tag(HedgeAttempt.class, HedgeAttempt.TAG).build());
+      CompletableFuture<Response> sent = new CompletableFuture<>();
+      sent.whenComplete((response, failure) -> {
+        if (failure != null) {
+          attempt.cancel(); // cancelled by the executor (a loser, a timeout, the call's end); no-op once failed
+        }
+      });
+      attempt.enqueue(new Callback() {
+        @Override
+        public void onFailure(Call c, IOException e) {
+          sent.completeExceptionally(e);
+        }
+
+        @Override
+        public void onResponse(Call c, Response response) {
+          discarded.arrived(response); // first: a response that is not the answer is closed
+          sent.complete(response);
+        }
+      });
+      return sent; // itself: the executor's cancel reaches the attempt
+    });
+    call.whenComplete((answer, failure) -> discarded.callEnded(answer));
+    chain.call().addEventListener(new EventListener() {
+      @Override
+      public void canceled(Call c) {
+        call.cancel(true);
+      }
+    });
+    if (chain.call().isCanceled()) {
+      call.cancel(true);
+    }
+    try {
+      return call.get();
+    } catch (InterruptedException e) {
+      call.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted");
+    } catch (CancellationException e) {
+      throw new IOException("Canceled", e);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RetryBudgetExhaustedException refused) {
+        throw new RetryBudgetExhaustedIOException(refused);
+      }
+      if (cause instanceof IOException io) {
+        throw io;
+      }
+      if (cause instanceof AttemptTimeoutException timeout) {
+        InterruptedIOException io = new InterruptedIOException("attempt timed out");
+        io.initCause(timeout);
+        throw io;
+      }
+      if (cause instanceof RuntimeException runtime) {
+        throw runtime;
+      }
+      if (cause instanceof Error error) {
+        throw error;
+      }
+      throw new IOException(cause);
+    }
+  }
+
+  /**
+   * The responses of a hedged call that are not its answer (retried ones, hedges that lost, ones
+   * that arrived after the end): their bodies are closed, which gives their connections back.
+   */
+  private static final class DiscardedResponses {
+    private final List<Response> pending = new ArrayList<>(2);
+    private boolean ended;
+    private Response answer;
+
+    void arrived(Response response) {
+      synchronized (this) {
+        if (!ended) {
+          pending.add(response);
+          return;
+        }
+      }
+      if (response != answer) {
+        response.close(); // arrived after the call was answered or cancelled: a loser
+      }
+    }
+
+    void callEnded(Response answer) {
+      List<Response> all;
+      synchronized (this) {
+        ended = true;
+        this.answer = answer;
+        all = new ArrayList<>(pending);
+        pending.clear();
+      }
+      for (Response r : all) {
+        if (r != answer) {
+          r.close();
+        }
+      }
+    }
+  }
+
   private boolean stopped() {
     CallScope scope = current.get();
     return scope != null && (scope.stopped || scope.chain.call().isCanceled());
@@ -164,6 +331,10 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     idempotent.close();
     nonIdempotent.close();
     single.close();
+    if (hedgedIdempotent != null) {
+      hedgedIdempotent.close();
+      hedgedNonIdempotent.close();
+    }
     timers.shutdownNow();
   }
 
@@ -189,16 +360,7 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     @Override
     public Response apply(AttemptContext context) throws IOException {
       closeLast();
-      Request.Builder b = request.newBuilder()
-          .header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
-      if (sendKey) {
-        b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
-      }
-      if (!replicas.isEmpty()) {
-        // attempts run one after another here (the executor's synchronous path): attempt n takes the n-th replica
-        HttpUrl replica = replicas.get((offset + context.attempt() - 1) % replicas.size());
-        b.url(request.url().newBuilder().scheme(replica.scheme()).host(replica.host()).port(replica.port()).build());
-      }
+      Request.Builder b = attemptRequest(request, context, sendKey, offset);
       Chain c = chain;
       if (policy.attemptTimeout() != null) {
         int ms = (int) Math.max(1, Math.min(Integer.MAX_VALUE, policy.attemptTimeout().toMillis()));
@@ -275,8 +437,17 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     private boolean makeKeys = true;
     private Consumer<RetryExecutor.Builder> customizer;
     private List<HttpUrl> replicas = List.of();
+    private HedgePolicy hedging;
+    private OkHttpClient hedgeClient;
+    private IntUnaryOperator firstReplica = n -> ThreadLocalRandom.current().nextInt(n);
 
     private Builder() {}
+
+    /** Which replica a call starts on, given their number (random by default); a seam for tests. */
+    Builder firstReplica(IntUnaryOperator firstReplica) {
+      this.firstReplica = Objects.requireNonNull(firstReplica, "firstReplica must not be null");
+      return this;
+    }
 
     /** Attempts, backoff, deadline, attempt timeout, which failures are retried; status rules are HTTP's. */
     public Builder policy(RetryPolicy policy) {
@@ -321,6 +492,18 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
         Objects.requireNonNull(r, "replicas must not contain null");
       }
       this.replicas = List.copyOf(replicas);
+      return this;
+    }
+
+    /**
+     * Hedged requests: every call's attempts and hedges run as calls of {@code client} (typically
+     * the client this interceptor is added to, or the one it was built from; attempts carry a tag
+     * and pass through this interceptor), raced per {@code hedging}, each hedge asking the budget,
+     * each going to the next replica. A call with a one-shot or duplex body is not hedged.
+     */
+    public Builder hedging(HedgePolicy hedging, OkHttpClient client) {
+      this.hedging = Objects.requireNonNull(hedging, "hedging must not be null");
+      this.hedgeClient = Objects.requireNonNull(client, "client must not be null");
       return this;
     }
 

@@ -25,8 +25,8 @@ import org.springframework.util.backoff.BackOffExecution;
  * String body = template.execute(() -> client.fetch());
  * }</pre>
  *
- * <p>Not covered: {@code @Retryable} methods, whose interceptor builds its own policy from the
- * annotation.
+ * <p>{@code @Retryable} methods: {@link FleetBudget} and {@link BudgetedRetryAnnotationBeanPostProcessor},
+ * which run them in this template.
  */
 public class BudgetedRetryTemplate extends RetryTemplate {
   private final RetryBudget budget;

@@ -58,6 +58,16 @@ public class RetryBudgetAutoConfiguration {
     }
   }
 
+  /** {@code @Retryable} methods paid for by budgets, when the application has {@code @EnableResilientMethods}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.resilience.annotation.RetryAnnotationBeanPostProcessor")
+  static class Retryables {
+    @Bean
+    static RetryableBudgetRegistrar retryBudgetRetryableRegistrar() {
+      return new RetryableBudgetRegistrar();
+    }
+  }
+
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = "io.micrometer.core.instrument.MeterRegistry")
   static class Metrics {

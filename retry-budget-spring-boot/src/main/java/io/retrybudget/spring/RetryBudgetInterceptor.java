@@ -16,7 +16,6 @@ import org.springframework.http.HttpRequest;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
-import org.springframework.http.client.support.HttpRequestWrapper;
 
 /**
  * Retries for {@code RestClient} and {@code RestTemplate} with the rules of the SDK's
@@ -81,17 +80,13 @@ public final class RetryBudgetInterceptor implements ClientHttpRequestIntercepto
     AttemptFunction<ClientHttpResponse> attempt = ctx -> {
       closeQuietly(sent[0]); // the previous answer is being retried: not the call's answer
       sent[0] = null;
-      HttpHeaders headers = HttpHeaders.copyOf(request.getHeaders());
+      // the chain's request headers are the ones sent, mutable as Spring's own interceptors use them
+      HttpHeaders headers = request.getHeaders();
       headers.set(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(ctx.attempt()));
       if (sendKey) {
         headers.set(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, ctx.idempotencyKey());
       }
-      sent[0] = execution.execute(new HttpRequestWrapper(request) {
-        @Override
-        public HttpHeaders getHeaders() {
-          return headers;
-        }
-      }, body);
+      sent[0] = execution.execute(request, body);
       return sent[0];
     };
     try {

@@ -40,6 +40,13 @@ public class RetryBudgetProperties {
   /** Retry policies of HTTP clients by client name, each paid for by one budget. */
   private Map<String, Client> clients = new LinkedHashMap<>();
 
+  /**
+   * The budget that pays for the retries of Spring's {@code @Retryable} methods that name none
+   * with {@code @FleetBudget} (a name under retrybudget.budgets); unset: such methods retry as
+   * Spring alone says.
+   */
+  private String retryableBudget;
+
   public boolean isEnabled() {
     return enabled;
   }
@@ -98,6 +105,14 @@ public class RetryBudgetProperties {
 
   public void setClients(Map<String, Client> clients) {
     this.clients = clients;
+  }
+
+  public String getRetryableBudget() {
+    return retryableBudget;
+  }
+
+  public void setRetryableBudget(String retryableBudget) {
+    this.retryableBudget = retryableBudget;
   }
 
   /** Where the budgets live: one standalone Redis, or a Redis Cluster. */

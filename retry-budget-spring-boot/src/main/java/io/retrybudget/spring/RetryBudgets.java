@@ -26,6 +26,7 @@ public final class RetryBudgets implements AutoCloseable {
   private final Map<String, RetryBudgetProperties.Client> clients;
   private final Map<String, RetryPolicy> policies;
   private final Map<String, RetryExecutor> executors;
+  private final String retryableBudget;
 
   RetryBudgets(RedisBudgetClient client, RetryBudgetProperties properties,
       RetryBudgetMetricsSupport metrics, RetryExecutor.Sleeper sleeper) {
@@ -36,6 +37,11 @@ public final class RetryBudgets implements AutoCloseable {
       PropertyErrors.requireKnownBudget(name, c, configs.keySet());
       policies.put(name, PropertyErrors.policy(name, c));
     });
+    String retryable = properties.getRetryableBudget();
+    if (retryable != null && !configs.containsKey(retryable)) {
+      throw new InvalidRetryBudgetPropertyException("retrybudget.retryable-budget",
+          "no budget '" + retryable + "' under retrybudget.budgets " + configs.keySet());
+    }
     Map<String, RetryBudget> budgets = new LinkedHashMap<>();
     configs.forEach((name, config) -> {
       RetryBudget budget = client.budget(config);
@@ -57,6 +63,7 @@ public final class RetryBudgets implements AutoCloseable {
     this.clients = Collections.unmodifiableMap(new LinkedHashMap<>(properties.getClients()));
     this.policies = Collections.unmodifiableMap(policies);
     this.executors = Collections.unmodifiableMap(executors);
+    this.retryableBudget = retryable;
   }
 
   /** The budget configured as {@code retrybudget.budgets.<name>}. */
@@ -88,6 +95,11 @@ public final class RetryBudgets implements AutoCloseable {
   public RetryPolicy policy(String client) {
     executor(client); // the same error for an unknown name
     return policies.get(client);
+  }
+
+  /** {@code retrybudget.retryable-budget}: the budget of {@code @Retryable} methods naming none, or null. */
+  String retryableBudget() {
+    return retryableBudget;
   }
 
   /** The configurations the budgets were made with (Redis's own, once stored, win). */

@@ -11,8 +11,14 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.HttpResponse;
+import io.vertx.ext.web.client.WebClient;
+import io.vertx.ext.web.client.impl.ClientPhase;
+import io.vertx.core.http.HttpClientRequest;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Map;
 import java.util.List;
 import java.util.Objects;
 
@@ -27,6 +33,12 @@ import java.util.Objects;
  * WebClient, so a retried response holds no connection. When retries run out the last response is
  * returned. Never blocks: see {@link VertxRetry}.
  *
+ * <p>Stopping an attempt in flight: give the helper the {@link WebClient} the requests come from
+ * ({@link Builder#webClient}); it adds an interceptor to that client that learns each attempt's
+ * {@code HttpClientRequest}, and resets it when the call no longer wants the attempt (the call's
+ * {@code cancellation} completed, the attempt ran past its attempt timeout, the call ended). Without
+ * it, a cancelled call's attempt in flight runs on to its own timeout and its answer is dropped.
+ *
  * <pre>{@code
  * RetryingWebClient http = RetryingWebClient.builder(vertx).policy(policy).budget(payments).build();
  * Future<HttpResponse<Buffer>> r = http.send(client.post(8080, "payments", "/charges"), Buffer.buffer(json));
@@ -36,9 +48,26 @@ public final class RetryingWebClient implements AutoCloseable {
   private final VertxRetry idempotent;
   private final VertxRetry nonIdempotent;
   private final boolean makeKeys;
+  /** Attempts in flight whose HttpClientRequest the interceptor hands over, by request object; null: no interceptor. */
+  private final Map<HttpRequest<?>, Abandon> inFlight;
 
   private RetryingWebClient(Builder b) {
     this.makeKeys = b.makeKeys;
+    if (b.webClient != null) {
+      Map<HttpRequest<?>, Abandon> attempts = Collections.synchronizedMap(new IdentityHashMap<>());
+      b.webClient.addInterceptor(ctx -> {
+        if (ctx.phase() == ClientPhase.SEND_REQUEST) {
+          Abandon a = attempts.get(ctx.request());
+          if (a != null) {
+            a.sending(ctx.clientRequest());
+          }
+        }
+        ctx.next();
+      });
+      this.inFlight = attempts;
+    } else {
+      this.inFlight = null;
+    }
     HttpClientRules<HttpResponse<?>> rules = HttpClientRules.of(HttpResponse.class, HttpResponse::statusCode,
         r -> r::getHeader, b.clock);
     this.idempotent = retry(b, rules.apply(b.policy, true));
@@ -76,7 +105,7 @@ public final class RetryingWebClient implements AutoCloseable {
     VertxRetry retry = HttpRetryRules.isIdempotentMethod(method) ? idempotent : nonIdempotent;
     boolean sendKey = HttpClientRules.sendsIdempotencyKey(method, ownKey, makeKeys, retry.policy());
     long attemptTimeout = retry.policy().attemptTimeout() == null ? 0 : retry.policy().attemptTimeout().toMillis();
-    return retry.execute(ownKey, (AttemptContext context) -> {
+    return retry.executeCancellable(ownKey, (AttemptContext context, Future<Void> abandoned) -> {
       HttpRequest<T> attempt = request.copy()
           .putHeader(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
       if (sendKey) {
@@ -85,8 +114,43 @@ public final class RetryingWebClient implements AutoCloseable {
       if (attemptTimeout > 0) {
         attempt.timeout(Math.max(1, attemptTimeout)); // the request itself ends too, not only our wait for it
       }
-      return body == null ? attempt.send() : attempt.sendBuffer(body);
+      if (inFlight == null) {
+        return body == null ? attempt.send() : attempt.sendBuffer(body);
+      }
+      Abandon handle = new Abandon();
+      inFlight.put(attempt, handle);
+      abandoned.onComplete(v -> handle.abandon());
+      Future<HttpResponse<T>> sent = body == null ? attempt.send() : attempt.sendBuffer(body);
+      return sent.onComplete(ar -> inFlight.remove(attempt));
     }, cancellation);
+  }
+
+  /** One attempt's HttpClientRequest, reset when the call abandons the attempt (before or after it is sent). */
+  private static final class Abandon {
+    private HttpClientRequest request;
+    private boolean abandoned;
+
+    void sending(HttpClientRequest request) {
+      boolean reset;
+      synchronized (this) {
+        this.request = request;
+        reset = abandoned;
+      }
+      if (reset) {
+        request.reset();
+      }
+    }
+
+    void abandon() {
+      HttpClientRequest r;
+      synchronized (this) {
+        abandoned = true;
+        r = request;
+      }
+      if (r != null) {
+        r.reset(); // HTTP/1.x: the connection is closed; HTTP/2: the stream is reset
+      }
+    }
   }
 
   @Override
@@ -102,6 +166,7 @@ public final class RetryingWebClient implements AutoCloseable {
     private final List<RetryListener> listeners = new ArrayList<>(1);
     private Clock clock = Clock.systemUTC();
     private boolean makeKeys = true;
+    private WebClient webClient;
 
     private Builder(Vertx vertx) {
       this.vertx = Objects.requireNonNull(vertx, "vertx must not be null");
@@ -132,6 +197,16 @@ public final class RetryingWebClient implements AutoCloseable {
     /** Whether POST and PATCH get a key made for the call (default true); else only their own. */
     public Builder idempotencyKeys(boolean make) {
       this.makeKeys = make;
+      return this;
+    }
+
+    /**
+     * The WebClient the requests are made from: an interceptor is added to it (once, for the life
+     * of that client; it acts only on this helper's attempts) so an attempt in flight is reset when
+     * its call no longer wants it. Requests of other clients are still retried, without that.
+     */
+    public Builder webClient(WebClient webClient) {
+      this.webClient = Objects.requireNonNull(webClient, "webClient must not be null");
       return this;
     }
 

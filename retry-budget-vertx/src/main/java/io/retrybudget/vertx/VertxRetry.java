@@ -38,12 +38,26 @@ import java.util.function.Supplier;
  * every decision is the SDK's: the first attempt is counted in the budget once, a refusal ends the
  * call at once with {@code RetryBudgetExhaustedException} (no sleep), the deadline is never slept
  * past. Vert.x futures cannot be cancelled: a call is stopped through the {@code cancellation}
- * argument (its sleep and its retries end; an attempt in flight runs on to its own timeout and its
- * answer is dropped).
+ * argument: its timers are cancelled (backoff, hedge delay, attempt timeout, deadline), it asks the
+ * budget nothing more, and its future fails with {@link CancellationException}. An attempt in flight
+ * is stopped when it was started through {@link #executeCancellable}: its {@code abandoned} future
+ * completes whenever the call no longer wants it (the call was cancelled or ended, the attempt lost
+ * to a hedge or ran past its attempt timeout), e.g. to {@code HttpClientRequest.reset()} it; an
+ * attempt of the other {@code execute} methods runs on and its answer is dropped.
  */
 public final class VertxRetry implements AutoCloseable {
   private final Vertx vertx;
   private final RetryExecutor executor;
+
+  /**
+   * An attempt that is told when the call no longer wants it: {@code abandoned} completes (on the
+   * caller's context) when the call is cancelled or has ended while this attempt runs, when it lost
+   * to a hedge, or when it ran past the policy's attempt timeout. Stop its I/O then.
+   */
+  @FunctionalInterface
+  public interface CancellableAttempt<T> {
+    Future<T> start(AttemptContext context, Future<Void> abandoned);
+  }
 
   private VertxRetry(Builder b) {
     this.vertx = b.vertx;
@@ -116,6 +130,76 @@ public final class VertxRetry implements AutoCloseable {
       cancellation.onComplete(ignored -> call.cancel(false));
     }
     return result.future();
+  }
+
+  /**
+   * As {@link #execute(String, Function, Future)}, each attempt also told, through its
+   * {@code abandoned} future, when to stop: a call cancelled through {@code cancellation} (may be
+   * null) then also ends the attempt in flight.
+   *
+   * <pre>{@code
+   * Promise<Void> cancel = Promise.promise();
+   * Future<Buffer> body = retry.executeCancellable(null, (ctx, abandoned) ->
+   *     http.request(HttpMethod.GET, 8080, "payments", "/x").compose(req -> {
+   *       abandoned.onComplete(v -> req.reset());           // the attempt's stream ends at once
+   *       return req.send().compose(HttpClientResponse::body);
+   *     }), cancel.future());
+   * cancel.complete();                                       // stops timers, the attempt in flight, the call
+   * }</pre>
+   */
+  public <T> Future<T> executeCancellable(String ownKey, CancellableAttempt<T> attempt, Future<?> cancellation) {
+    Objects.requireNonNull(attempt, "attempt must not be null");
+    Context caller = vertx.getOrCreateContext();
+    CompletableFuture<T> call = executor.callAsync(ownKey, context -> onContext(caller, attempt, context));
+    Promise<T> result = ((io.vertx.core.internal.ContextInternal) caller).promise();
+    call.whenComplete((value, failure) -> complete(result, value, failure));
+    if (cancellation != null) {
+      cancellation.onComplete(ignored -> call.cancel(false));
+    }
+    return result.future();
+  }
+
+  /**
+   * Starts a cancellable attempt on the caller's context (at once when already there). The stage
+   * returned is the executor's handle on it: cancelled (a lost hedge, a timed-out attempt, the
+   * call's end or cancel), it completes the attempt's {@code abandoned}.
+   */
+  private static <T> CompletionStage<T> onContext(Context caller, CancellableAttempt<T> attempt,
+      AttemptContext context) {
+    CompletableFuture<T> started = new CompletableFuture<>();
+    Promise<Void> abandoned = ((io.vertx.core.internal.ContextInternal) caller).promise();
+    started.whenComplete((value, failure) -> {
+      if (failure instanceof CancellationException) {
+        abandoned.tryComplete();
+      }
+    });
+    if (Vertx.currentContext() == caller) {
+      start(started, attempt, context, abandoned);
+    } else {
+      caller.runOnContext(v -> start(started, attempt, context, abandoned));
+    }
+    return started;
+  }
+
+  private static <T> void start(CompletableFuture<T> started, CancellableAttempt<T> attempt, AttemptContext context,
+      Promise<Void> abandoned) {
+    if (started.isDone()) {
+      return; // cancelled (a lost hedge, the call ended) before it could start
+    }
+    Future<T> f;
+    try {
+      f = attempt.start(context, abandoned.future());
+    } catch (Throwable t) {
+      started.completeExceptionally(t);
+      return;
+    }
+    f.onComplete(ar -> {
+      if (ar.succeeded()) {
+        started.complete(ar.result());
+      } else {
+        started.completeExceptionally(ar.cause());
+      }
+    });
   }
 
   /** Starts an attempt on the caller's context (at once when already there). */
