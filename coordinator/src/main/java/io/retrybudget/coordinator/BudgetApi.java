@@ -81,7 +81,7 @@ final class BudgetApi {
     read(router, "/metrics", null, metrics);
     read(router, "/health/live", null, ctx -> json(ctx, 200, new JsonObject().put("status", "UP")));
     read(router, "/health/ready", null, this::ready);
-    read(router, "/openapi.yaml", null, ctx -> headLength(ctx, openApi)
+    read(router, "/openapi.yaml", null, ctx -> headLength(ctx, openApi.length())
         .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8").end(openApi));
     for (StatusPage.Route r : StatusPage.load().routes()) {
       read(router, r.path(), r.query(), r.handler());
@@ -431,16 +431,14 @@ final class BudgetApi {
     }
     closeIfBodyUnread(ctx);
     Buffer encoded = body.toBuffer();
-    headLength(ctx, encoded).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
+    headLength(ctx, encoded.length()).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
         .end(encoded);
   }
 
   /** HEAD answers the Content-Length its GET would have (Vert.x leaves it out), RFC 9110 section 9.3.2. */
-  static io.vertx.core.http.HttpServerResponse headLength(RoutingContext ctx, String body) {
+  static io.vertx.core.http.HttpServerResponse headLength(RoutingContext ctx, int length) {
     if (ctx.request().method() == HttpMethod.HEAD) {
-      // bytes as sent (UTF-8), not chars: a name or field in an error may be any Unicode
-      ctx.response().putHeader(HttpHeaders.CONTENT_LENGTH,
-          Integer.toString(body.getBytes(java.nio.charset.StandardCharsets.UTF_8).length));
+      ctx.response().putHeader(HttpHeaders.CONTENT_LENGTH, Integer.toString(length));
     }
     return ctx.response();
   }

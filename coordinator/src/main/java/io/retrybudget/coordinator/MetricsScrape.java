@@ -48,7 +48,7 @@ final class MetricsScrape implements Handler<RoutingContext> {
         return;
       }
       if (r.succeeded()) {
-        BudgetApi.headLength(ctx, r.result()).putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
+        BudgetApi.headLength(ctx, r.result().length()).putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
       } else {
         ctx.fail(r.cause());
       }
