@@ -299,10 +299,12 @@ public final class IdempotencyGuard implements AutoCloseable {
     }
     return store.complete(execution.claim(), storable(answer), config.resultTtl())
         .handle((stored, error) -> {
-          if (error == null && !stored) {
+          if (error != null) {
+            emit(execution.route, ServerKitListener.IdempotencyOutcome.STORE_ERROR_WRITE);
+          } else if (!stored) {
             fencedWrites.increment();
             emit(execution.route, ServerKitListener.IdempotencyOutcome.FENCED);
-          } else if (error == null) {
+          } else {
             emit(execution.route, ServerKitListener.IdempotencyOutcome.STORED);
           }
           return null;
@@ -316,7 +318,9 @@ public final class IdempotencyGuard implements AutoCloseable {
     }
     stopRenewing(execution);
     return store.release(execution.claim()).handle((done, error) -> {
-      if (error == null && done) {
+      if (error != null) {
+        emit(execution.route, ServerKitListener.IdempotencyOutcome.STORE_ERROR_WRITE);
+      } else if (done) {
         released.increment();
         emit(execution.route, ServerKitListener.IdempotencyOutcome.RELEASED);
       }

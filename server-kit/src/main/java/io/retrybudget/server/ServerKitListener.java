@@ -39,6 +39,11 @@ public interface ServerKitListener {
     STORE_ERROR_FAIL_OPEN,
     /** The handler's answer was stored for replays. */
     STORED,
+    /**
+     * Redis failed or was too slow when the answer was to be stored or the claim released: the
+     * answer is sent anyway, the claim lapses with its lease.
+     */
+    STORE_ERROR_WRITE,
     /** The answer's write was refused: the claim had been taken over (fenced). */
     FENCED,
     /** The claim was released (an outcome the policy does not store, or the handler failed). */

@@ -121,6 +121,20 @@ class MicrometerServerKitMetricsTest {
     vertx.runOnContext(v -> held.get().complete(created()));
     assertEquals(201, first.join().statusCode());
     assertEquals(201, client.post("/open", null, "{}").statusCode(), "no key where none is required");
+    // Redis stops answering while a handler runs: its answer is sent, but cannot be stored
+    held.set(null);
+    CompletableFuture<HttpResponse<String>> unstored = CompletableFuture.supplyAsync(() -> client.send(HttpRequest.newBuilder(
+        URI.create("http://127.0.0.1:" + client.port() + "/payments/4")).header("Idempotency-Key", h + "-unstored")
+        .header("X-Hold", "1").header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString("{}"))
+        .build()));
+    io.retrybudget.testing.Eventually.await("the handler is running", Duration.ofSeconds(10), () -> held.get() != null);
+    redis.server().pause();
+    try {
+      vertx.runOnContext(v -> held.get().complete(created()));
+      assertEquals(201, unstored.join().statusCode(), "the answer goes out anyway");
+    } finally {
+      redis.server().resume();
+    }
     // Redis stops answering within the store's 300 ms: fail closed on one guard, open on the other
     redis.server().pause();
     try {
@@ -130,7 +144,8 @@ class MicrometerServerKitMetricsTest {
       redis.server().resume();
     }
     String r = "/payments/:id";
-    assertEquals(4, count("retry.server.idempotency", "route", r, "outcome", "claimed"), "1, 2, 9 and 3");
+    assertEquals(5, count("retry.server.idempotency", "route", r, "outcome", "claimed"), "1, 2, 9, 3 and 4");
+    assertEquals(1, count("retry.server.idempotency", "route", r, "outcome", "store_error_write"), "4");
     assertEquals(3, count("retry.server.idempotency", "route", r, "outcome", "stored"));
     assertEquals(1, count("retry.server.idempotency", "route", r, "outcome", "released"), "the 500");
     assertEquals(1, count("retry.server.idempotency", "route", r, "outcome", "replayed"));
