@@ -29,6 +29,7 @@ import java.util.function.Consumer;
 import java.util.function.IntUnaryOperator;
 import okhttp3.Call;
 import okhttp3.Callback;
+import okhttp3.Dispatcher;
 import okhttp3.OkHttpClient;
 import okhttp3.EventListener;
 import okhttp3.HttpUrl;
@@ -100,7 +101,9 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     this.idempotent = executor(b, rules.apply(base, true));
     this.nonIdempotent = executor(b, rules.apply(base, false));
     this.single = executor(b, rules.apply(base.toBuilder().maxAttempts(1).build(), true));
-    this.hedgeClient = b.hedgeClient;
+    // the attempts get a dispatcher of their own: an enqueued call waiting in this interceptor holds a
+    // slot of its client's dispatcher, so attempts queued behind it on the same one could wait forever
+    this.hedgeClient = b.hedgeClient == null ? null : b.hedgeClient.newBuilder().dispatcher(attemptDispatcher(b)).build();
     this.firstReplica = b.firstReplica;
     if (b.hedging != null) {
       // attempts run as calls of their own: cancelling the executor's future cancels them
@@ -114,6 +117,13 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
 
   private RetryExecutor executor(Builder b, RetryPolicy p) {
     return executor(b, p, null);
+  }
+
+  private static Dispatcher attemptDispatcher(Builder b) {
+    Dispatcher d = new Dispatcher();
+    d.setMaxRequests(b.maxConcurrentAttempts);
+    d.setMaxRequestsPerHost(b.maxConcurrentAttempts); // OkHttp's default of 5 per host would queue hedged calls
+    return d;
   }
 
   private RetryExecutor executor(Builder b, RetryPolicy p, HedgePolicy hedging) {
@@ -325,6 +335,11 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     scope.sleep(nanos);
   }
 
+  /** Attempts of hedged calls running now (a seam for tests). */
+  int attemptsRunning() {
+    return hedgeClient == null ? 0 : hedgeClient.dispatcher().runningCallsCount();
+  }
+
   /** Stops the interceptor's timer thread and its executors; calls made after it fail. */
   @Override
   public void close() {
@@ -334,6 +349,8 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     if (hedgedIdempotent != null) {
       hedgedIdempotent.close();
       hedgedNonIdempotent.close();
+      hedgeClient.dispatcher().cancelAll();
+      hedgeClient.dispatcher().executorService().shutdown();
     }
     timers.shutdownNow();
   }
@@ -440,6 +457,7 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     private HedgePolicy hedging;
     private OkHttpClient hedgeClient;
     private IntUnaryOperator firstReplica = n -> ThreadLocalRandom.current().nextInt(n);
+    private int maxConcurrentAttempts = 256;
 
     private Builder() {}
 
@@ -504,6 +522,18 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
     public Builder hedging(HedgePolicy hedging, OkHttpClient client) {
       this.hedging = Objects.requireNonNull(hedging, "hedging must not be null");
       this.hedgeClient = Objects.requireNonNull(client, "client must not be null");
+      return this;
+    }
+
+    /**
+     * How many attempts of hedged calls may run at once, in all and per host (default 256; beyond
+     * it they wait in their own dispatcher's queue): the bound of the dispatcher the attempts get.
+     */
+    public Builder maxConcurrentAttempts(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException("maxConcurrentAttempts must be at least 1, was " + max);
+      }
+      this.maxConcurrentAttempts = max;
       return this;
     }
 

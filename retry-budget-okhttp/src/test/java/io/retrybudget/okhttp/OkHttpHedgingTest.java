@@ -201,6 +201,36 @@ class OkHttpHedgingTest {
     awaitAllIdle();
   }
 
+  @Test
+  void enqueuedCallsBeyondTheDispatchersPerHostLimitDoNotWaitForEachOther() throws Exception {
+    // 8 enqueued calls to one host: OkHttp runs 5 per host, each waiting here for its attempts;
+    // the attempts must not queue behind them on the same dispatcher
+    OkHttpClient http = client(HedgePolicy.fixedDelay(Duration.ofSeconds(1)).build(), 3, 0.1, 10);
+    int calls = 8;
+    List<CompletableFuture<String>> answers = new java.util.ArrayList<>();
+    for (int i = 0; i < calls; i++) {
+      slow.enqueue(ok("a"));
+      CompletableFuture<String> answer = new CompletableFuture<>();
+      answers.add(answer);
+      http.newCall(get()).enqueue(new okhttp3.Callback() {
+        @Override
+        public void onFailure(Call call, IOException e) {
+          answer.completeExceptionally(e);
+        }
+
+        @Override
+        public void onResponse(Call call, Response response) throws IOException {
+          try (response) {
+            answer.complete(response.body().string());
+          }
+        }
+      });
+    }
+    for (CompletableFuture<String> answer : answers) {
+      assertEquals("a", answer.get(10, TimeUnit.SECONDS));
+    }
+  }
+
   private void awaitCancelled(int port, int count) throws InterruptedException {
     long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
     while (cancelled.stream().filter(p -> p == port).count() < count && System.nanoTime() < end) {
@@ -211,10 +241,10 @@ class OkHttpHedgingTest {
 
   private void awaitNoRunningCalls() throws InterruptedException {
     long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-    while (base.dispatcher().runningCallsCount() != 0 && System.nanoTime() < end) {
+    while (interceptor.attemptsRunning() != 0 && System.nanoTime() < end) {
       TimeUnit.MILLISECONDS.sleep(5);
     }
-    assertEquals(0, base.dispatcher().runningCallsCount(), "calls of the hedging client still running");
+    assertEquals(0, interceptor.attemptsRunning(), "attempts still running");
   }
 
   /** Every pooled connection idle: no response body of the hedging client left open. */
