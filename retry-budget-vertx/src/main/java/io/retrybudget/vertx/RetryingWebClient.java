@@ -12,7 +12,6 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.ext.web.client.HttpRequest;
 import io.vertx.ext.web.client.HttpResponse;
 import io.vertx.ext.web.client.WebClient;
-import io.vertx.ext.web.client.impl.ClientPhase;
 import io.vertx.core.http.HttpClientRequest;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -56,7 +55,9 @@ public final class RetryingWebClient implements AutoCloseable {
     if (b.webClient != null) {
       Map<HttpRequest<?>, Abandon> attempts = Collections.synchronizedMap(new IdentityHashMap<>());
       b.webClient.addInterceptor(ctx -> {
-        if (ctx.phase() == ClientPhase.SEND_REQUEST) {
+        // the phase's type (ClientPhase) is in a package Vert.x's module does not export: compared by
+        // name, this works on the module path too, where naming the constant would not link
+        if (((Enum<?>) ctx.phase()).name().equals("SEND_REQUEST")) {
           Abandon a = attempts.get(ctx.request());
           if (a != null) {
             a.sending(ctx.clientRequest());
