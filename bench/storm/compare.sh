@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --name) NAME=$2; shift 2 ;;
     --keep-clones) KEEP=1; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (--help lists them)" >&2; exit 2 ;;
   esac
 done
