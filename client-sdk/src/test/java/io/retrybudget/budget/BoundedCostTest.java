@@ -124,12 +124,12 @@ class BoundedCostTest {
   @Test
   void permitRequestsAreSampledAndLeasedAtTenThousandClients() {
     // a floor of 3,000 a second: the budget refills a little more than 3,000 permits a second (the
-    // first attempts add a trickle), so each of the fleet's permit calls (at most 1,000 a second)
-    // carries ceil(2 * 3,000.001 / 2,000) = 4
+    // first attempts add a trickle), so each of the fleet's permit calls (at most 666 a second)
+    // carries ceil(3 * 3,000.001 / 2,000) = 5
     RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("lease").windowSeconds(60).minRetriesPerSecond(3_000).build(), 10_000);
     long lease = RedisRetryBudget.leaseSize(b.learned());
-    assertEquals(4, lease);
-    // with these first attempts the fleet's asks (N times this client's) are far above the C / 2 a
+    assertEquals(5, lease);
+    // with these first attempts the fleet's asks (N times this client's) are far above the C / 3 a
     // second of permit calls: asks are sampled, and each call asks for a lease
     for (int i = 0; i < 100; i++) {
       b.recordFirstAttempt();
@@ -150,7 +150,7 @@ class BoundedCostTest {
     random.set(0.0);
     assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
     assertEquals(before + 2, scriptCalls());
-    // leased permits are kept for this client's spacing of permit calls (2 N / C = 10 s), at most a
+    // leased permits are kept for this client's spacing of permit calls (3 N / C = 15 s), at most a
     // bucket (6 s): then dropped
     now.addAndGet(6_001);
     random.set(0.999);
