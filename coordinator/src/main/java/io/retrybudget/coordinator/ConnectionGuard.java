@@ -495,7 +495,8 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
     /** After an answer with Connection: close. */
     void lingerOrClose() {
-      if (!bodyPending || !(ch instanceof SocketChannel s)) {
+      if (!bodyPending || !(ch instanceof SocketChannel s) || !ch.isActive()) {
+        // (a closed channel is deregistered: setting its auto-read would throw inside Netty)
         ch.close();
         return;
       }
@@ -609,7 +610,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
               // Vert.x, and no more of it is read (a 401 to a 64 KiB unauthenticated upload)
               swallow = true;
               answeredEarly = true;
-              ch.config().setAutoRead(false);
+              if (ch.isActive()) {
+                ch.config().setAutoRead(false);
+              }
             }
           }
           if (finalAnswer && r.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true)) {
