@@ -69,14 +69,14 @@ for c in $CONNS; do
   COORDINATOR_TOKEN=$TOKEN taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"$DURATION" --latency -s bench/wrk/post-retries.lua "$URL/v1/budgets/bench/retries" | tee "$TMP/post" | tee -a "$LOG"
   say "EVALSHA calls in Redis during the run: $(evalsha)"
   # redis-benchmark with the coordinator idle, from the coordinator's core, same connection count
-  say "\$ taskset -c $COORD_CPU redis-benchmark -p $REDIS_PORT -n $N -c $c EVALSHA $SSHA 2 rb:v2:{bench}:cfg rb:v2:{bench}:win 100000 10 10 enforce"
-  taskset -c "$COORD_CPU" redis-benchmark -p "$REDIS_PORT" -n "$N" -c "$c" EVALSHA "$SSHA" 2 \
-    'rb:v2:{bench}:cfg' 'rb:v2:{bench}:win' 100000 10 10 enforce 2>&1 \
+  say "\$ taskset -c $COORD_CPU redis-benchmark -p $REDIS_PORT -n $N -c $c EVALSHA $SSHA 3 rb:v2:{bench}:cfg rb:v2:{bench}:win rb:v2:{bench}:pace 100000 10 10 enforce"
+  taskset -c "$COORD_CPU" redis-benchmark -p "$REDIS_PORT" -n "$N" -c "$c" EVALSHA "$SSHA" 3 \
+    'rb:v2:{bench}:cfg' 'rb:v2:{bench}:win' 'rb:v2:{bench}:pace' 100000 10 10 enforce 2>&1 \
     | tr '\r' '\n' | grep -A3 -E 'throughput summary|latency summary' | tee "$TMP/rs" | tee -a "$LOG"
-  say "\$ taskset -c $COORD_CPU redis-benchmark -p $REDIS_PORT -n $N -c $c EVALSHA $BSHA 4 rb:v2:{bench2}:cfg rb:v2:{bench2}:win rb:v2:{bench2}:clients rb:v2:index '' 1 0 0 1 1 100000 3600 1000000 enforce"
-  # four keys since the index of budget names (lua/README.md); a standalone Redis's index is rb:v2:index
-  taskset -c "$COORD_CPU" redis-benchmark -p "$REDIS_PORT" -n "$N" -c "$c" EVALSHA "$BSHA" 4 \
-    'rb:v2:{bench2}:cfg' 'rb:v2:{bench2}:win' 'rb:v2:{bench2}:clients' 'rb:v2:index' '' 1 0 0 1 1 100000 3600 1000000 enforce 2>&1 \
+  say "\$ taskset -c $COORD_CPU redis-benchmark -p $REDIS_PORT -n $N -c $c EVALSHA $BSHA 5 rb:v2:{bench2}:cfg rb:v2:{bench2}:win rb:v2:{bench2}:clients rb:v2:index rb:v2:{bench2}:pace '' 1 0 0 1 1 100000 3600 1000000 enforce"
+  # five keys: the index of budget names (a standalone Redis's is rb:v2:index) and the paced balance (lua/README.md)
+  taskset -c "$COORD_CPU" redis-benchmark -p "$REDIS_PORT" -n "$N" -c "$c" EVALSHA "$BSHA" 5 \
+    'rb:v2:{bench2}:cfg' 'rb:v2:{bench2}:win' 'rb:v2:{bench2}:clients' 'rb:v2:index' 'rb:v2:{bench2}:pace' '' 1 0 0 1 1 100000 3600 1000000 enforce 2>&1 \
     | tr '\r' '\n' | grep -A3 -E 'throughput summary|latency summary' | tee "$TMP/rb" | tee -a "$LOG"
   rs=$(awk '/throughput summary/ {printf "%.0f", $3}' "$TMP/rs"); rb=$(awk '/throughput summary/ {printf "%.0f", $3}' "$TMP/rb")
   rsp99=$(awk 'f {print $5; exit} /avg/ {f=1}' "$TMP/rs")
