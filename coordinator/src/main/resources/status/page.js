@@ -75,7 +75,8 @@
     outer.setAttribute('aria-valuemax', String(allowance));
     outer.setAttribute('aria-valuenow', String(num(b.retries)));
     wrap.appendChild(outer);
-    wrap.appendChild(el('span', 'bar-label', fmt(b.retries) + ' / ' + fmt(allowance) + ' retries'));
+    wrap.appendChild(el('span', 'bar-label', fmt(b.retries) + ' / ' + fmt(allowance) + ' retries, '
+        + fmt(b.remaining) + ' available now'));
     return wrap;
   }
 

@@ -1,10 +1,12 @@
 package io.retrybudget.coordinator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -51,26 +53,45 @@ class StatusPageBrowserTest {
     }
   }
 
-  /** Real traffic over HTTP: first attempts counted, then permits asked for until one is refused. */
-  static void traffic(String name, String config, int requests, int permitsOf5) throws Exception {
+  /**
+   * Real traffic over HTTP: first attempts counted, then {@code permits} single permits asked for,
+   * or (permits &lt; 0) asked for until one is refused. Admission is paced: with no floor the balance
+   * refills only with first attempts, so a budget refused once stays exhausted.
+   */
+  static void traffic(String name, String config, int requests, int permits) throws Exception {
     assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/" + name, config).status());
     assertEquals(200, api.write("countRequests", "POST", "/v1/budgets/" + name + "/requests",
         "{\"count\": " + requests + "}").status());
-    for (int i = 0; i < permitsOf5; i++) {
-      api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 5}");
+    for (int i = 0; i < (permits < 0 ? 1_000 : permits); i++) {
+      int status = api.write("acquireRetries", "POST", "/v1/budgets/" + name + "/retries", "{\"count\": 1}").status();
+      if (permits < 0 && status == 429) {
+        return;
+      }
+      assertEquals(200, status, name + ": permit " + i);
     }
+    assertTrue(permits >= 0, name + " was never refused");
+  }
+
+  static JsonObject budget(String name) throws Exception {
+    return api.get("getBudget", "/v1/budgets/" + name).json();
   }
 
   @Test
   void showsExhaustedBudgetsFiltersThemAndChartsOne() throws Exception {
-    // checkout: allowance 0.1 * 400 = 40; 9 asks of 5: 8 granted, the 9th refused (429)
+    // checkout: permits until one is refused (429), then it stays exhausted: no floor refills it
     // (60 s windows: nothing leaves them while the test runs, however slow the machine)
-    traffic("checkout", "{\"ratio\": 0.1, \"window_seconds\": 60, \"min_retries_per_second\": 0}", 400, 9);
+    traffic("checkout", "{\"ratio\": 0.1, \"window_seconds\": 60, \"min_retries_per_second\": 0}", 400, -1);
     assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/checkout/retries", "{\"count\": 1}").status());
     traffic("search", "{\"ratio\": 0.2, \"window_seconds\": 60, \"min_retries_per_second\": 0}", 500, 3);
+    // shadow: 10 first attempts at 5 % leave half a permit; a shadow ask is granted and counted as would-deny
     traffic("reports", "{\"ratio\": 0.05, \"window_seconds\": 60, \"min_retries_per_second\": 0, \"mode\": \"shadow\"}",
-        100, 2);
+        10, 2);
     traffic("inventory", "{\"window_seconds\": 60, \"min_retries_per_second\": 1}", 1200, 4);
+    JsonObject checkoutNow = budget("checkout");
+    assertTrue(checkoutNow.getBoolean("exhausted"), checkoutNow.encode());
+    assertTrue(budget("reports").getBoolean("exhausted"), "shadow, would deny");
+    assertFalse(budget("search").getBoolean("exhausted"));
+    assertFalse(budget("inventory").getBoolean("exhausted"));
     String base = "http://127.0.0.1:" + coordinator.port();
 
     browser.navigate(base + "/");
@@ -80,13 +101,16 @@ class StatusPageBrowserTest {
         browser.await(rows + ".length === 4", states, 10_000));
     String checkout = "document.querySelector('#budgets tr[data-budget=\"checkout\"]')";
     String text = browser.await(checkout + " !== null", checkout + ".innerText", 1_000);
-    assertTrue(text.contains("EXHAUSTED") && text.contains("40 / 40 retries") && text.contains("10 %"), text);
+    assertTrue(text.contains("EXHAUSTED") && text.contains(checkoutNow.getLong("retries") + " / 40 retries")
+        && text.contains("10 %"), text);
     String reports = browser.await("true", "document.querySelector('#budgets tr[data-budget=\"reports\"]').innerText", 1_000);
     assertTrue(reports.contains("EXHAUSTED") && reports.contains("SHADOW: would deny, not enforced"), reports);
     String search = browser.await("true", "document.querySelector('#budgets tr[data-budget=\"search\"]').innerText", 1_000);
-    assertTrue(!search.contains("EXHAUSTED") && search.contains("15 / 100 retries"), search);
-    assertEquals("100%", browser.await("true", checkout + ".querySelector('.bar .fill').style.width", 1_000),
-        "the bar is full");
+    assertTrue(!search.contains("EXHAUSTED") && search.contains("3 / 100 retries"), search);
+    // as the page writes it (toFixed(1)) and the browser gives it back (no trailing ".0")
+    assertEquals(java.math.BigDecimal.valueOf(checkoutNow.getLong("retries") * 100.0 / 40)
+        .setScale(1, java.math.RoundingMode.HALF_UP).stripTrailingZeros().toPlainString() + "%",
+        browser.await("true", checkout + ".querySelector('.bar .fill').style.width", 1_000), "the bar: retries of the allowance");
     Path shots = Path.of(System.getProperty("screenshots.dir", "target/screenshots"));
     browser.screenshot(shots.resolve("status-page.png"));
 
@@ -114,7 +138,10 @@ class StatusPageBrowserTest {
         10_000));
     JsonArray sums = new JsonArray(browser.await("true", "[1, 2, 3].map(c => Array.from(document.querySelectorAll("
         + "'#d-buckets tbody tr')).reduce((s, r) => s + Number(r.cells[c].textContent.replace(/,/g, '')), 0))", 1_000));
-    assertEquals(new JsonArray().add(400).add(40).add(6), sums, "first attempts, retries, denied over the buckets");
+    JsonObject c = budget("checkout");
+    assertEquals(new JsonArray().add(400).add(c.getLong("retries")).add(c.getLong("denied")), sums,
+        "first attempts, retries, denied over the buckets");
+    assertEquals(2, c.getLong("denied"), "the two refused asks");
     browser.send("Emulation.setDeviceMetricsOverride", new io.vertx.core.json.JsonObject().put("width", 1200)
         .put("height", 760).put("deviceScaleFactor", 1).put("mobile", false));
     browser.screenshot(shots.resolve("status-budget.png"));
