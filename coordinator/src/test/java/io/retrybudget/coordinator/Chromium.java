@@ -184,7 +184,17 @@ final class Chromium implements AutoCloseable {
         + " else if (Date.now() > end) { let v = null; try { v = (" + value + "); } catch (e) { v = String(e); }"
         + " resolve({ok: false, v: v, body: document.body ? document.body.innerText.slice(0, 2000) : ''}); }"
         + " else { setTimeout(check, 50); } }; check(); })";
-    JsonObject r = new JsonObject(eval(js));
+    JsonObject r = null;
+    // a click that navigates destroys the document the promise runs in: ask again in the new one
+    for (int attempt = 0; r == null; attempt++) {
+      try {
+        r = new JsonObject(eval(js));
+      } catch (IllegalStateException e) {
+        if (attempt >= 20 || e.getMessage() == null || !e.getMessage().contains("navigated or closed")) {
+          throw e;
+        }
+      }
+    }
     if (!r.getBoolean("ok")) {
       throw new AssertionError("the page never had " + condition + " within " + timeoutMillis + " ms; "
           + value + " = " + r.getValue("v") + "; page text:\n" + r.getString("body"));
