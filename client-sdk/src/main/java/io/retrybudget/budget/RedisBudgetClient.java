@@ -50,6 +50,8 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final LongSupplier millisClock;
   private final ScheduledExecutorService scheduler;
   private final Set<RedisRetryBudget> budgets = ConcurrentHashMap.newKeySet();
+  // per budget name with live budgets here: how many, and the fleet size one of them last learned
+  private final ConcurrentHashMap<String, FleetView> fleets = new ConcurrentHashMap<>();
   private volatile RedisBudgetStore store;
   private volatile BudgetScripts scripts;
   // at most one WARNING and one INFO about degradation per 30 s for the whole client
@@ -104,10 +106,39 @@ public final class RedisBudgetClient implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("RedisBudgetClient is closed");
     }
-    RedisRetryBudget budget = new RedisRetryBudget(this, config);
+    fleets.compute(config.name(), (name, view) -> view == null ? new FleetView(1, 0) : new FleetView(view.live + 1, view.learned));
+    RedisRetryBudget budget;
+    try {
+      budget = new RedisRetryBudget(this, config);
+    } catch (RuntimeException | Error e) {
+      release(config.name());
+      throw e;
+    }
     budgets.add(budget);
     return budget;
   }
+
+  /**
+   * What this process knows of the fleet of budget {@code name} before Redis has told a budget:
+   * the budgets of that name here (Redis counts each of them: each has its own client id), or the
+   * fleet size one of them learned last, whichever is more; 0 when none is live.
+   */
+  long fleetEstimate(String name) {
+    FleetView view = fleets.get(name);
+    return view == null ? 0 : Math.max(view.live, view.learned);
+  }
+
+  /** A budget of {@code name} heard from Redis that its fleet is {@code clients} clients. */
+  void learnedFleet(String name, long clients) {
+    fleets.computeIfPresent(name, (n, view) -> view.learned == clients ? view : new FleetView(view.live, clients));
+  }
+
+  private void release(String name) {
+    fleets.computeIfPresent(name, (n, view) -> view.live <= 1 ? null : new FleetView(view.live - 1, view.learned));
+  }
+
+  /** Budgets of one name in this client, and the last fleet size one of them learned. */
+  private record FleetView(int live, long learned) {}
 
   /** True while at least one budget answers from its fallback, or Redis was never reached. */
   public boolean isDegraded() {
@@ -175,7 +206,9 @@ public final class RedisBudgetClient implements AutoCloseable {
   }
 
   void forget(RedisRetryBudget budget) {
-    budgets.remove(budget);
+    if (budgets.remove(budget)) {
+      release(budget.name());
+    }
   }
 
   /** How many times the client has tried to reach Redis (for tests and diagnostics). */

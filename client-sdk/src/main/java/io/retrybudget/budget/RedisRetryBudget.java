@@ -72,6 +72,12 @@ final class RedisRetryBudget implements RetryBudget {
   // when the timer's next flush is due (clock ms): set by every call to Redis
   private volatile long nextFlushAt = Long.MIN_VALUE;
   private volatile boolean stretched; // the last interval was stretched by the fleet's size
+  // Start-up: a budget that joins a fleet this process already knows to be large defers its first
+  // call (the hello) to createdAt + firstPhase * the interval of the fleet as known when it is due
+  private final long createdAt;
+  private final double firstPhase;
+  private volatile boolean firstCallDeferred;
+  private final AtomicLong callsSent = new AtomicLong();
   private final LongAdder pendingRequests = new LongAdder();
   private final LongAdder pendingDenied = new LongAdder();
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
@@ -134,11 +140,46 @@ final class RedisRetryBudget implements RetryBudget {
     this.maxIntervalMillis = client.maxFlushInterval().toMillis();
     this.random = client.random();
     this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
+    this.createdAt = clock.getAsLong();
+    this.firstPhase = random.getAsDouble();
     long interval = client.flushInterval().toMillis();
-    this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval, interval, TimeUnit.MILLISECONDS);
-    // say hello at once: seeds the configuration, learns the fleet's, warms the script cache and
-    // the code path, so the first permit request of a caller is not the slow one
-    client.scheduler().execute(() -> flush(true));
+    // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
+    long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * random.getAsDouble())));
+    this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval + tickPhase, interval, TimeUnit.MILLISECONDS);
+    long known = client.fleetEstimate(seed.name());
+    if (known <= 1) {
+      // the first budget of its name in this process: say hello at once (seeds the configuration,
+      // learns the fleet's size, warms the script cache and the code path, so the first permit
+      // request of a caller is not the slow one)
+      client.scheduler().execute(() -> flush(true));
+    } else {
+      // this process holds several clients of the budget: a hello from each at once is a stampede
+      // (10,000 budgets made together: 10,000 calls in one tick, before any knows the fleet's size).
+      // The first call goes at a random phase over the interval of the fleet as known when it comes
+      // due instead: within 250 ms for a small fleet, over N / 0.9 C for a large one (a permit
+      // request asks Redis at once all the same, and is the hello).
+      firstCallDeferred = true;
+      stretched = true;
+      nextFlushAt = firstCallDue(known);
+    }
+  }
+
+  /** When a deferred first call is due, for a fleet of {@code clients}: createdAt + firstPhase of its interval. */
+  private long firstCallDue(long clients) {
+    long interval = flushIntervalMillis(baseIntervalMillis, maxIntervalMillis, clients, learned.maxCallsPerSecond());
+    return createdAt + (long) (Math.max(0, interval - baseIntervalMillis / 2) * equilibriumPhase(firstPhase));
+  }
+
+  /**
+   * The first wait of a stretched client, as a fraction of its aim, for a uniform draw {@code u}:
+   * the forward recurrence time of the later waits (0.75 to 1.25 of the aim, uniform), density 1 on
+   * [0, 0.75] falling to 0 at 1.25. A fleet whose clients start at such phases calls at N / aim
+   * from its first second on, as in its steady state; phases uniform over [0, 1] would add the
+   * early clients' second calls to the late ones' first (1.5 times the rate around the aim).
+   */
+  static double equilibriumPhase(double u) {
+    double v = Math.min(1, Math.max(0, u));
+    return v <= 0.75 ? v : 1.25 - Math.sqrt(1 - v);
   }
 
   @Override
@@ -285,15 +326,22 @@ final class RedisRetryBudget implements RetryBudget {
     return Math.max(base, Math.min(max, fleet));
   }
 
+  /**
+   * The flush interval for what Redis said ({@code l}), with at least as many clients as this process
+   * knows of: its own budgets of this name (each counted by Redis), or the fleet size a sibling
+   * learned later (Redis's count lags a fleet that is joining; a degraded budget that never heard
+   * from Redis probes at its siblings' interval, not every tick).
+   */
   private long interval(Learned l) {
-    return flushIntervalMillis(baseIntervalMillis, maxIntervalMillis, l.activeClients(), l.maxCallsPerSecond());
+    long clients = Math.max(l.activeClients(), client.fleetEstimate(seed.name()));
+    return flushIntervalMillis(baseIntervalMillis, maxIntervalMillis, clients, l.maxCallsPerSecond());
   }
 
   /**
    * After a call at {@code now}: when the timer's next flush is due. The timer ticks every flushInterval,
    * which adds half a tick on average, so the aim is the interval less half a tick; the first
-   * stretched interval takes a random phase in it (clients that started together spread out), the
-   * later ones 0.75 to 1.25 of it.
+   * stretched interval takes a random phase ({@link #equilibriumPhase}: clients that started
+   * together spread out as if they had always run), the later ones 0.75 to 1.25 of it.
    */
   private void scheduleNextFlush(long now, Learned l) {
     long interval = interval(l);
@@ -303,7 +351,7 @@ final class RedisRetryBudget implements RetryBudget {
       wait = aim; // every tick, as an unstretched client always did
       stretched = false;
     } else if (!stretched) {
-      wait = (long) (aim * random.getAsDouble());
+      wait = (long) (aim * equilibriumPhase(random.getAsDouble()));
       stretched = true;
     } else {
       wait = (long) (aim * (0.75 + 0.5 * random.getAsDouble()));
@@ -314,6 +362,11 @@ final class RedisRetryBudget implements RetryBudget {
   /** When the timer's next flush is due (for tests). */
   long nextFlushAt() {
     return nextFlushAt;
+  }
+
+  /** Script calls this budget has sent, hellos, flushes, probes and permit requests (for tests). */
+  long callsSent() {
+    return callsSent.get();
   }
 
   /** What Redis last said about the budget (for tests). */
@@ -374,12 +427,15 @@ final class RedisRetryBudget implements RetryBudget {
       keys = k = scripts.keys(seed.name()); // once: standalone and Cluster differ in the index key
     }
     // every call carries the counts, so the timer's next flush is one interval after it
+    firstCallDeferred = false;
     scheduleNextFlush(now, learned);
+    callsSent.incrementAndGet();
     return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
         Learned before = learned;
         learned = told;
+        client.learnedFleet(seed.name(), told.activeClients());
         learnConfig(told);
         if (interval(told) < interval(before)) {
           // a higher ceiling or a smaller fleet: the shorter interval from this call on, not after the longer one
@@ -445,16 +501,28 @@ final class RedisRetryBudget implements RetryBudget {
     if (!evenIfIdle && now < nextFlushAt) {
       return DONE; // not due: the fleet's flushes add up to its call ceiling (probes while degraded too)
     }
+    boolean hello = evenIfIdle;
+    if (firstCallDeferred && !evenIfIdle) {
+      // the fleet as known now: siblings made since, or a size one of them learned, push it out
+      long due = firstCallDue(client.fleetEstimate(seed.name()));
+      if (now < due) {
+        nextFlushAt = due;
+        return DONE;
+      }
+      hello = true; // the hello, sent even if idle
+    }
     if (!flushInFlight.compareAndSet(false, true)) {
       return DONE;
     }
     try {
-      if (!evenIfIdle && !degraded && pendingRequests.sum() == 0 && pendingDenied.sum() == 0) {
+      if (!hello && !degraded && pendingRequests.sum() == 0 && pendingDenied.sum() == 0) {
         flushInFlight.set(false);
         return DONE; // an idle healthy client costs Redis nothing
       }
       CompletableFuture<Void> done = new CompletableFuture<>();
-      call(scripts, now, 0, 0)
+      // the timeout on a copy: a reply after it still teaches the fleet size and the configuration
+      // (timing out the call itself would drop them, and an overloaded fleet would never learn N)
+      call(scripts, now, 0, 0).copy()
           .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
           .whenComplete((reply, error) -> {
             if (error != null) {
