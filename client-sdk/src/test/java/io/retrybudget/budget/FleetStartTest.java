@@ -38,6 +38,7 @@ class FleetStartTest {
   private final Random random = new Random(17);
   private final List<RedisRetryBudget> fleet = new ArrayList<>();
   private RedisBudgetClient client;
+  private final List<RedisBudgetClient> processes = new ArrayList<>();
 
   @BeforeEach
   void start() {
@@ -50,6 +51,7 @@ class FleetStartTest {
   @AfterEach
   void stop() {
     client.close();
+    processes.forEach(RedisBudgetClient::close);
   }
 
   private void startFleet(BudgetConfig config) {
@@ -122,6 +124,35 @@ class FleetStartTest {
   }
 
   @Test
+  void tenProcessesOfAThousandBudgetsStartingTogetherSettleAtTheCeilingWithinSixSeconds() {
+    // ten RedisBudgetClients (processes), budgets made in turn across them over 1.7 s, as the storm
+    // harness makes them: each process knows only its own 1,000 and what its replies said, so the
+    // first seconds cost more than the ceiling (each reply counts only the clients heard so far)
+    for (int p = 0; p < 10; p++) {
+      processes.add(RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
+          .millisClock(now::get).random(random::nextDouble).build());
+    }
+    BudgetConfig config = BudgetConfig.builder("ten-processes").windowSeconds(60).build();
+    for (int i = 0; i < FLEET; i++) {
+      fleet.add((RedisRetryBudget) processes.get(i % 10).budget(config));
+      if (i % 590 == 589) {
+        now.addAndGet(STEP);
+        for (RedisRetryBudget b : fleet) {
+          b.flush(false);
+        }
+      }
+    }
+    long whileMade = callsSent();
+    long[] calls = run(20);
+    System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: " + Arrays.toString(calls));
+    for (int s = 0; s < calls.length; s++) {
+      long bound = s < 6 ? 3L * CEILING : CEILING * 11L / 10;
+      assertTrue(calls[s] <= bound, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
+    }
+    assertEquals(0, degraded(), "no budget degraded");
+  }
+
+  @Test
   void aFleetDegradedBeforeItLearnedItsSizeProbesUnderTheCeilingSpreadOutAndRecovers() {
     // a configuration that Redis holds broken: every call fails (at once), so no budget ever learns
     // the fleet's size; fixed later, as a Redis that comes back
@@ -168,8 +199,12 @@ class FleetStartTest {
 
   @Test
   void aReplyAfterTheFlushTimeoutStillTeachesTheFleetsSize() {
+    // Lettuce's own command timeout far beyond the pause: the reply comes late, not never
+    RedisBudgetClient patient = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(30)).build())
+        .callTimeout(Duration.ofSeconds(1)).millisClock(now::get).random(random::nextDouble).build();
+    processes.add(patient);
     BudgetConfig config = BudgetConfig.builder("late").windowSeconds(60).build();
-    RedisRetryBudget b = (RedisRetryBudget) client.budget(config);
+    RedisRetryBudget b = (RedisRetryBudget) patient.budget(config);
     BudgetKeys keys = new BudgetKeys(config.name());
     Eventually.await("the hello reached Redis", Duration.ofSeconds(5),
         () -> (Long) redis.server().call("EXISTS", keys.window()) == 1 && b.learned().activeClients() == 1);
@@ -191,7 +226,12 @@ class FleetStartTest {
     } finally {
       redis.server().resume();
     }
-    Eventually.await("the late reply taught the fleet's size", Duration.ofSeconds(5), () -> b.learned().activeClients() == FLEET);
+    // (FLEET + 1 when Redis's clock entered a new bucket meanwhile: this client is counted there too)
+    try {
+      Eventually.await("the late reply taught the fleet's size", Duration.ofSeconds(5), () -> b.learned().activeClients() >= FLEET);
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; learned " + b.learned() + ", degraded " + b.isDegraded(), e);
+    }
     assertFalse(b.isDegraded(), "one late call is no degradation");
   }
 }
