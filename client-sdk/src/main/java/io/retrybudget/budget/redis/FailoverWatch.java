@@ -84,7 +84,11 @@ final class FailoverWatch implements AutoCloseable {
       LOG.log(Level.FINE, "Cluster master " + node.getUri().getHost() + ":" + node.getUri().getPort()
           + " unreachable; watching for its replica's promotion");
       if (!polling && pending == null) {
-        pending = scheduler.schedule(this::poll, 0, TimeUnit.MILLISECONDS);
+        try {
+          pending = scheduler.schedule(this::poll, 0, TimeUnit.MILLISECONDS);
+        } catch (RuntimeException e) {
+          suspects.clear(); // the executor shuts down with the client: nothing more to watch
+        }
       }
     }
   }
