@@ -27,21 +27,20 @@ import java.util.regex.Pattern;
  *       after a restart, failover or {@code SCRIPT FLUSH}) or that it judged stale is sent again once,
  *       with the script's text and a fresh sequence number, so it is never refused against its own.
  *   <li>A budget call that Lettuce refused unsent because the node's connection was down (being
- *       re-established) is sent again with a fresh sequence number, up to 8 times (after 50, 100,
- *       200, then every 400 ms) while the caller still waits for it.
+ *       re-established), or that Redis refused unrun while slots moved ({@code CLUSTERDOWN},
+ *       {@code TRYAGAIN}), is sent again with a fresh sequence number, up to 3 times (after 50, 100
+ *       and 200 ms) while the caller still waits for it.
  * </ul>
  */
 public final class BudgetScripts {
   /** Lettuce's first reconnect attempt comes after 10 ms; a refused call is sent again after this. */
   static final long RESEND_AFTER_DISCONNECT_MILLIS = 50;
   /**
-   * At most this many re-sends of a refused call (after 50, 100, 200, then every 400 ms: 2.35 s in
-   * all), and none once the caller gave up: a refused call was never written, so sending it again
-   * cannot count twice. A node connection Lettuce opens when a failover moves slots to a new master
-   * can take over a second to open on a loaded machine.
+   * At most this many re-sends of a refused call: after 50, 100, 200 ms (350 ms in all, so a caller
+   * without a deadline of its own, the coordinator, still answers a Redis outage fast), and none
+   * once the caller gave up: a refused call was never run, so sending it again cannot count twice.
    */
-  static final int RESENDS_AFTER_DISCONNECT = 8;
-  static final long MAX_RESEND_DELAY_MILLIS = 400;
+  static final int RESENDS_AFTER_DISCONNECT = 3;
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
   private final RedisBudgetStore store;
@@ -130,9 +129,9 @@ public final class BudgetScripts {
     });
   }
 
-  /** 50, 100, 200, 400, 400, ... ms: the wait before the re-send after {@code refused} refusals. */
+  /** 50, 100, 200 ms: the wait before the re-send after {@code refused} refusals. */
   static long resendDelayMillis(int refused) {
-    return Math.min(RESEND_AFTER_DISCONNECT_MILLIS << Math.min(refused, 4), MAX_RESEND_DELAY_MILLIS);
+    return RESEND_AFTER_DISCONNECT_MILLIS << refused;
   }
 
   /**
