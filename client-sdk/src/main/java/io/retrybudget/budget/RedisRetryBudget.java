@@ -236,6 +236,11 @@ final class RedisRetryBudget implements RetryBudget {
     return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
       if (error != null) {
         onFailure(error);
+        if (error instanceof TimeoutException) {
+          // only slow: when its reply comes after all, Redis is up; that timeout does not count
+          // towards degrading (a loaded machine's transient slow replies then degrade no client)
+          call.thenAccept(late -> forgiveLateReply());
+        }
         BudgetDecision decision = degraded ? fallback(clock.getAsLong()) : inDoubt();
         if (!decision.granted()) {
           // Redis may still grant it; then the permit is kept for this client's next retry
@@ -474,6 +479,13 @@ final class RedisRetryBudget implements RetryBudget {
   @Override
   public java.util.Optional<BudgetConfig> configInForce() {
     return java.util.Optional.ofNullable(inForce);
+  }
+
+  /** A permit call's reply came after its timeout: that failure is taken back (not once degraded). */
+  private void forgiveLateReply() {
+    if (!degraded) {
+      consecutiveFailures.updateAndGet(n -> n > 0 ? n - 1 : 0);
+    }
   }
 
   /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */

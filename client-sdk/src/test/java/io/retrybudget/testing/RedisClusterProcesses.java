@@ -7,15 +7,20 @@ import java.util.concurrent.TimeUnit;
 /**
  * A real Redis Cluster of separate processes on loopback: masters built with CLUSTER ADDSLOTS and
  * CLUSTER MEET (no redis-cli needed), optionally each with replicas (CLUSTER REPLICATE) that take
- * over when their master dies (cluster-node-timeout {@value #NODE_TIMEOUT_MS} ms).
+ * over when their master dies. cluster-node-timeout: 5000 ms, a value a production operator would
+ * choose (client-sdk/README.md), or the system property {@code redis.cluster.nodeTimeoutMs}.
  */
 public final class RedisClusterProcesses implements AutoCloseable {
   public static final int SLOTS = 16384;
-  public static final int NODE_TIMEOUT_MS = 2000;
+  public static final int NODE_TIMEOUT_MS = Integer.getInteger("redis.cluster.nodeTimeoutMs", 5000);
   private final List<RedisServerProcess> masters = new ArrayList<>();
   private final List<RedisServerProcess> replicas = new ArrayList<>();
 
   private RedisClusterProcesses() {}
+
+  private static final class Version {
+    static final boolean IS_6 = RedisBinary.version().startsWith("6.");
+  }
 
   public static RedisClusterProcesses start(int masterCount) {
     return start(masterCount, 0);
@@ -40,9 +45,13 @@ public final class RedisClusterProcesses implements AutoCloseable {
   }
 
   private static RedisServerProcess startNode() {
-    return RedisServerProcess.start(RedisServerProcess.freePort(), List.of(
+    List<String> args = new ArrayList<>(List.of(
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", Integer.toString(NODE_TIMEOUT_MS)));
+    if (!Version.IS_6) {
+      args.addAll(List.of("--enable-debug-command", "local")); // DEBUG POPULATE in tests; Redis 7 refuses it by default
+    }
+    return RedisServerProcess.start(RedisServerProcess.freePort(), args);
   }
 
   private void form(int replicasPerMaster) {

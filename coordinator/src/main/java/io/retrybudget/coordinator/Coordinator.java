@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.retrybudget.localredis.LocalRedis;
@@ -66,10 +67,12 @@ public final class Coordinator implements AutoCloseable {
   private final CoordinatorVerticle verticle;
   private final CoordinatorConfig config;
   private final ConnectionGuard guard;
+  private final IndexBackfill backfill;
 
   private Coordinator(CoordinatorConfig config, LocalRedis localRedis, RedisBudgetStore store, Vertx vertx,
-      CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard) {
+      CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard, IndexBackfill backfill) {
     this.config = config;
+    this.backfill = backfill;
     this.guard = guard;
     this.localRedis = localRedis;
     this.store = store;
@@ -142,7 +145,9 @@ public final class Coordinator implements AutoCloseable {
         }
         throw e;
       }
-      return new Coordinator(config, local, store, vertx, verticle, id, guard);
+      // budgets configured before the index of names existed: listed in the background, paced
+      IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store));
+      return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill);
     } catch (Exception | Error e) {
       if (store != null) {
         store.close();
@@ -217,8 +222,14 @@ public final class Coordinator implements AutoCloseable {
     return config;
   }
 
+  /** The start's index backfill (tests). */
+  IndexBackfill indexBackfill() {
+    return backfill;
+  }
+
   @Override
   public void close() {
+    backfill.stop();
     try {
       await(vertx.undeploy(deploymentId));
     } catch (IOException | RuntimeException e) {

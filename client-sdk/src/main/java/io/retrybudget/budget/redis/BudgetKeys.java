@@ -37,9 +37,17 @@ public final class BudgetKeys {
     this.index = cluster ? clusterIndex(SlotHash.getSlot(config)) : STANDALONE_INDEX;
   }
 
+  /** The start of every Cluster index key: {@code rb:v2:index:{TAG}} is this, TAG and a closing brace. */
+  public static final String CLUSTER_INDEX_PREFIX = STANDALONE_INDEX + ":{";
+
   /** The index key of one Cluster slot. */
   public static String clusterIndex(int slot) {
-    return STANDALONE_INDEX + ":{" + SlotTags.tag(slot) + "}";
+    return CLUSTER_INDEX_PREFIX + SlotTags.tag(slot) + "}";
+  }
+
+  /** The hash tag of one Cluster slot's index key (a short string whose slot it is). */
+  public static String clusterIndexTag(int slot) {
+    return SlotTags.tag(slot);
   }
 
   public String name() {

@@ -5,7 +5,6 @@ import static io.retrybudget.budget.redis.BudgetReply.asLong;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
-import io.lettuce.core.cluster.SlotHash;
 import io.retrybudget.budget.BudgetConfig;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,14 +27,19 @@ import java.util.regex.Pattern;
  *       after a restart, failover or {@code SCRIPT FLUSH}) or that it judged stale is sent again once,
  *       with the script's text and a fresh sequence number, so it is never refused against its own.
  *   <li>A budget call that Lettuce refused unsent because the node's connection was down (being
- *       re-established) is sent again with a fresh sequence number, up to 3 times (after 50, 100 and
- *       200 ms).
+ *       re-established), or that Redis refused unrun while slots moved ({@code CLUSTERDOWN},
+ *       {@code TRYAGAIN}), is sent again with a fresh sequence number, up to 3 times (after 50, 100
+ *       and 200 ms) while the caller still waits for it.
  * </ul>
  */
 public final class BudgetScripts {
   /** Lettuce's first reconnect attempt comes after 10 ms; a refused call is sent again after this. */
   static final long RESEND_AFTER_DISCONNECT_MILLIS = 50;
-  /** At most this many re-sends of a refused call: after 50, 100, 200 ms. */
+  /**
+   * At most this many re-sends of a refused call: after 50, 100, 200 ms (350 ms in all, so a caller
+   * without a deadline of its own, the coordinator, still answers a Redis outage fast), and none
+   * once the caller gave up: a refused call was never run, so sending it again cannot count twice.
+   */
   static final int RESENDS_AFTER_DISCONNECT = 3;
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
@@ -114,18 +118,33 @@ public final class BudgetScripts {
       } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
         // refused before it was written (the node's connection is being re-established, as when a
         // master turns replica in a failover and drops its clients): again once the reconnect had time
-        CompletableFuture.delayedExecutor(RESEND_AFTER_DISCONNECT_MILLIS << refused, TimeUnit.MILLISECONDS)
-            .execute(() -> sendBudget(call, k, sequence, resent, refused + 1, result));
+        CompletableFuture.delayedExecutor(resendDelayMillis(refused), TimeUnit.MILLISECONDS).execute(() -> {
+          if (!result.isDone()) { // not after the caller gave up (its timeout completed the future)
+            sendBudget(call, k, sequence, resent, refused + 1, result);
+          }
+        });
       } else {
         result.completeExceptionally(translate(call.name(), cause));
       }
     });
   }
 
-  /** Lettuce's refusal of a command while its connection is down (REJECT_COMMANDS): never written. */
+  /** 50, 100, 200 ms: the wait before the re-send after {@code refused} refusals. */
+  static long resendDelayMillis(int refused) {
+    return RESEND_AFTER_DISCONNECT_MILLIS << refused;
+  }
+
+  /**
+   * A call that was not run: Lettuce's refusal while its connection is down (REJECT_COMMANDS: never
+   * written), or Redis's refusal before running it while a failover moves slots ({@code CLUSTERDOWN},
+   * {@code TRYAGAIN}).
+   */
   static boolean notSent(Throwable cause) {
-    return cause instanceof RedisException && cause.getMessage() != null
-        && cause.getMessage().startsWith("Currently not connected");
+    if (!(cause instanceof RedisException) || cause.getMessage() == null) {
+      return false;
+    }
+    String m = cause.getMessage();
+    return m.startsWith("Currently not connected") || m.startsWith("CLUSTERDOWN") || m.startsWith("TRYAGAIN");
   }
 
   private CompletableFuture<List<Object>> send(LuaScript script, String[] keyNames, String[] args, boolean text) {
@@ -224,36 +243,71 @@ public final class BudgetScripts {
   }
 
   /**
+   * Lists a budget whose configuration key exists but is not in the index (written before the index
+   * existed): true when it was added, false when it was listed already or has no configuration.
+   */
+  public CompletableFuture<Boolean> index(String name) {
+    BudgetKeys k = keys(name);
+    return store.runInteger(LuaScript.INDEX, new String[] {k.config(), k.index()})
+        .handle((n, error) -> {
+          if (error != null) {
+            throw new CompletionException(translate(name, unwrap(error)));
+          }
+          return n != null && n > 0;
+        });
+  }
+
+  /** The SCAN pattern of every budget's configuration key. */
+  public static final String CONFIG_KEY_PATTERN = BudgetKeys.PREFIX + "{*}:cfg";
+
+  /**
+   * One step of a scan for budget configuration keys: at most about {@code count} keys looked at
+   * (SCAN's COUNT; on a Cluster the masters one after the other), the budget names found and the
+   * cursor to go on from ({@code null} to start; {@link ScanStep#finished()} at the end).
+   */
+  public CompletableFuture<ScanStep> scanConfigurations(io.lettuce.core.ScanCursor cursor, long count) {
+    return store.scan(cursor, CONFIG_KEY_PATTERN, count).thenApply(c -> {
+      List<String> names = new ArrayList<>();
+      for (String key : c.getKeys()) {
+        String name = BudgetKeys.budgetOf(key);
+        if (name != null && key.equals(BudgetKeys.PREFIX + "{" + name + "}:cfg")) {
+          names.add(name);
+        }
+      }
+      return new ScanStep(names, c, c.isFinished());
+    });
+  }
+
+  /** What one scan step found, and where the next one starts. */
+  public record ScanStep(List<String> names, io.lettuce.core.ScanCursor cursor, boolean finished) {}
+
+  /**
    * The names of the budgets in the index (every slot's index on a Cluster), sorted. Costs one read
-   * per index key (one on a standalone Redis, 16384 on a Cluster) whatever else Redis holds. Names
+   * on a standalone Redis; on a Cluster of Redis 7.0 or later one script call per master (which reads
+   * the index keys of its slots inside Redis), on Redis 6.2 one read per slot (16384); never a scan of
+   * what else Redis holds. Names
    * whose configuration expired may still be listed until a script prunes them: callers check status.
    * The reads stop when {@code giveUp} completes (the caller's deadline).
    */
   public CompletableFuture<SortedSet<String>> listNames(CompletableFuture<?> giveUp) {
-    List<String> indexKeys;
-    if (store.options().isCluster()) {
-      indexKeys = new ArrayList<>(SlotHash.SLOT_COUNT);
-      for (int slot = 0; slot < SlotHash.SLOT_COUNT; slot++) {
-        indexKeys.add(BudgetKeys.clusterIndex(slot));
-      }
-    } else {
-      indexKeys = List.of(BudgetKeys.STANDALONE_INDEX);
-    }
     // scores are Redis times of expiry; a minute of client clock skew is nothing against 7 days
-    return store.sortedSetMembers(indexKeys, System.currentTimeMillis() - 60_000, giveUp)
-        .handle((names, error) -> {
-          if (error != null) {
-            throw new CompletionException(translateIndex(unwrap(error)));
-          }
-          return names;
-        });
+    long minScore = System.currentTimeMillis() - 60_000;
+    CompletableFuture<SortedSet<String>> names = store.options().isCluster()
+        ? store.clusterIndexMembers(minScore, giveUp)
+        : store.sortedSetMembers(List.of(BudgetKeys.STANDALONE_INDEX), minScore, giveUp);
+    return names.handle((found, error) -> {
+      if (error != null) {
+        throw new CompletionException(translateIndex(unwrap(error)));
+      }
+      return found;
+    });
   }
 
   private static Throwable translateIndex(Throwable error) {
     if (error instanceof RedisCommandExecutionException && String.valueOf(error.getMessage()).startsWith("WRONGTYPE")) {
       return new BrokenBudgetException("(index)", "rb:v2:index", "type", "is not a sorted set");
     }
-    return error;
+    return translate("(index)", error);
   }
 
   private static String[] settingsArgs(BudgetConfig c) {

@@ -17,8 +17,15 @@ public final class LuaScript {
   public static final LuaScript STATUS = load("status.lua");
   public static final LuaScript CONFIGURE = load("configure.lua");
   public static final LuaScript DELETE = load("delete.lua");
+  /** Lists a budget whose configuration predates the index (the coordinator's backfill). */
+  public static final LuaScript INDEX = load("index.lua");
+  /**
+   * Reads the index keys of many Cluster slots on the node that serves them (Redis 7.0 or later:
+   * {@code allow-cross-slot-keys}); not in {@link #BUDGET_SCRIPTS}, as Redis 6.2 cannot load it.
+   */
+  public static final LuaScript LIST = load("list.lua");
   /** Every budget script, loaded into each master's cache when a connection opens. */
-  public static final java.util.List<LuaScript> BUDGET_SCRIPTS = java.util.List.of(BUDGET, STATUS, CONFIGURE, DELETE);
+  public static final java.util.List<LuaScript> BUDGET_SCRIPTS = java.util.List.of(BUDGET, STATUS, CONFIGURE, DELETE, INDEX);
 
   private final String name;
   private final String body;

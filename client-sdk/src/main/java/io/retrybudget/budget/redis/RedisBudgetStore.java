@@ -8,6 +8,7 @@ import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.event.connection.ConnectionActivatedEvent;
+import io.lettuce.core.event.connection.ReconnectFailedEvent;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisKeyAsyncCommands;
@@ -67,6 +68,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   private final RedisKeyAsyncCommands<String, String> keys;
   private final RedisSortedSetAsyncCommands<String, String> sortedSets;
   private final Disposable scriptLoader;
+  private final Disposable failoverEvents;
+  private final AtomicReference<FailoverWatch> failoverWatch = new AtomicReference<>();
 
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
@@ -91,6 +94,19 @@ public final class RedisBudgetStore implements AutoCloseable {
     this.scriptLoader = resources.eventBus().get()
         .filter(e -> e instanceof ConnectionActivatedEvent)
         .subscribe(e -> loadScripts(target.get(), ((ConnectionActivatedEvent) e).remoteAddress()), error -> { });
+    this.failoverEvents = resources.eventBus().get()
+        .filter(e -> e instanceof ReconnectFailedEvent || e instanceof ConnectionActivatedEvent)
+        .subscribe(e -> {
+          FailoverWatch watch = failoverWatch.get();
+          if (watch == null) {
+            return;
+          }
+          if (e instanceof ReconnectFailedEvent f) {
+            watch.reconnectFailed(f.remoteAddress());
+          } else {
+            watch.connected(((ConnectionActivatedEvent) e).remoteAddress());
+          }
+        }, error -> { });
     try {
       if (options.isCluster()) {
         clustered = RedisClusterClient.create(resources, options.uris());
@@ -112,6 +128,8 @@ public final class RedisBudgetStore implements AutoCloseable {
         BudgetKeys.clusterIndex(0); // builds the slot -> index key table now, not on a first permit call
         StatefulRedisClusterConnection<String, String> c = clustered.connect(StringCodec.UTF8);
         target.set(c);
+        failoverWatch.set(new FailoverWatch(clustered, c, resources.eventExecutorGroup(), System::nanoTime,
+            n -> loadAll(n.async())));
         openMasterConnections(c, clustered);
         opened = c;
         this.scripting = c.async();
@@ -352,6 +370,143 @@ public final class RedisBudgetStore implements AutoCloseable {
     });
   }
 
+  /**
+   * On a Cluster: the members with a score of at least {@code minScore} of every slot's index key,
+   * merged. On Redis 7.0 or later one {@link LuaScript#LIST} call per master reads the index keys of
+   * all the slots it serves (a few milliseconds inside Redis, whatever else it holds); the slots of
+   * a master where that fails (Redis 6.2, a slot that moved since the client's view of the
+   * partitions, a node being reconnected) and slots no master serves in that view are read one key
+   * at a time as {@link #sortedSetMembers} does. Stops early when {@code giveUp} is done.
+   */
+  public CompletableFuture<SortedSet<String>> clusterIndexMembers(long minScore, CompletableFuture<?> giveUp) {
+    return clusterIndexMembers(minScore, giveUp, true);
+  }
+
+  /** As {@link #clusterIndexMembers(long, CompletableFuture)}; {@code byScript} false: Redis 6.2's way (tests). */
+  CompletableFuture<SortedSet<String>> clusterIndexMembers(long minScore, CompletableFuture<?> giveUp, boolean byScript) {
+    if (!(connection instanceof StatefulRedisClusterConnection<String, String> c)) {
+      return CompletableFuture.failedFuture(new IllegalStateException("not a Cluster connection"));
+    }
+    boolean[] covered = new boolean[io.lettuce.core.cluster.SlotHash.SLOT_COUNT];
+    List<CompletableFuture<List<String>>> perMaster = new ArrayList<>();
+    List<int[]> masterSlots = new ArrayList<>();
+    boolean script = byScript
+        && (listScriptRefusedAt == NEVER || System.nanoTime() - listScriptRefusedAt >= LIST_SCRIPT_RETRY_NANOS);
+    if (script) {
+      try {
+        for (RedisClusterNode node : c.getPartitions()) {
+          if (!node.is(RedisClusterNode.NodeFlag.UPSTREAM) || node.getSlots().isEmpty()) {
+            continue;
+          }
+          int[] slots = node.getSlots().stream().mapToInt(Integer::intValue).filter(s -> !covered[s]).toArray();
+          if (slots.length == 0) {
+            continue;
+          }
+          String[] args = new String[slots.length + 2];
+          args[0] = Long.toString(minScore);
+          args[1] = BudgetKeys.CLUSTER_INDEX_PREFIX;
+          for (int i = 0; i < slots.length; i++) {
+            covered[slots[i]] = true;
+            args[i + 2] = BudgetKeys.clusterIndexTag(slots[i]);
+          }
+          masterSlots.add(slots);
+          perMaster.add(c.getConnectionAsync(node.getNodeId()).thenCompose(n -> listOn(n, args)).toCompletableFuture());
+        }
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    CompletableFuture<SortedSet<String>> result = new CompletableFuture<>();
+    CompletableFuture.allOf(perMaster.toArray(new CompletableFuture<?>[0])).whenComplete((done, ignored) -> {
+      SortedSet<String> names = new TreeSet<>();
+      List<String> oneByOne = new ArrayList<>();
+      for (int i = 0; i < perMaster.size(); i++) {
+        CompletableFuture<List<String>> f = perMaster.get(i);
+        if (!f.isCompletedExceptionally()) {
+          names.addAll(f.join());
+          continue;
+        }
+        Throwable error = unwrap(f.handle((v, e) -> e).join());
+        String message = String.valueOf(error.getMessage());
+        if (message.startsWith("ERR broken key=")) {
+          result.completeExceptionally(error); // a broken index key: the caller names it
+          return;
+        }
+        if (message.contains("Error compiling script") || message.contains("Unknown lua shebang")
+            || message.contains("Unexpected engine")) {
+          listScriptRefusedAt = System.nanoTime(); // Redis before 7.0: one key at a time for a while
+        }
+        LOG.log(Level.FINE, "listing by script failed on a master; reading its index keys one by one", error);
+        for (int s : masterSlots.get(i)) {
+          oneByOne.add(BudgetKeys.clusterIndex(s));
+        }
+      }
+      for (int s = 0; s < covered.length; s++) {
+        if (!covered[s]) {
+          oneByOne.add(BudgetKeys.clusterIndex(s));
+        }
+      }
+      if (oneByOne.isEmpty()) {
+        result.complete(names);
+        return;
+      }
+      sortedSetMembers(oneByOne, minScore, giveUp).whenComplete((more, error) -> {
+        if (error != null) {
+          result.completeExceptionally(unwrap(error));
+        } else {
+          names.addAll(more);
+          result.complete(names);
+        }
+      });
+    });
+    return result;
+  }
+
+  private static final long NEVER = Long.MIN_VALUE;
+  /** After Redis refused to compile list.lua (before 7.0), the script is tried again after this. */
+  static final long LIST_SCRIPT_RETRY_NANOS = TimeUnit.MINUTES.toNanos(5);
+  private volatile long listScriptRefusedAt = NEVER;
+
+  @SuppressWarnings("unchecked")
+  private static CompletableFuture<List<String>> listOn(StatefulRedisConnection<String, String> node, String[] args) {
+    CompletableFuture<List<String>> result = new CompletableFuture<>();
+    RedisScriptingAsyncCommands<String, String> on = node.async();
+    on.<List<Object>>evalsha(LuaScript.LIST.sha1(), ScriptOutputType.MULTI, new String[0], args).whenComplete((reply, error) -> {
+      if (error == null) {
+        result.complete((List<String>) (List<?>) reply);
+      } else if (unwrap(error) instanceof RedisNoScriptException) {
+        on.<List<Object>>eval(LuaScript.LIST.body(), ScriptOutputType.MULTI, new String[0], args).whenComplete((again, error2) -> {
+          if (error2 == null) {
+            result.complete((List<String>) (List<?>) again);
+          } else {
+            result.completeExceptionally(unwrap(error2));
+          }
+        });
+      } else {
+        result.completeExceptionally(unwrap(error));
+      }
+    });
+    return result;
+  }
+
+  /**
+   * One SCAN step with MATCH and COUNT (on a Cluster: Lettuce's scan over the masters one after the
+   * other, the cursor saying which); {@code cursor} null to start.
+   */
+  public CompletableFuture<io.lettuce.core.KeyScanCursor<String>> scan(io.lettuce.core.ScanCursor cursor, String match,
+      long count) {
+    io.lettuce.core.ScanArgs args = io.lettuce.core.ScanArgs.Builder.matches(match).limit(count);
+    try {
+      if (connection instanceof StatefulRedisClusterConnection<String, String> c) {
+        return (cursor == null ? c.async().scan(args) : c.async().scan(cursor, args)).toCompletableFuture();
+      }
+      StatefulRedisConnection<String, String> s = (StatefulRedisConnection<String, String>) connection;
+      return (cursor == null ? s.async().scan(args) : s.async().scan(cursor, args)).toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
   /** Whether a key exists. */
   public CompletableFuture<Boolean> exists(String key) {
     return keys.exists(key).toCompletableFuture().thenApply(n -> n != null && n > 0);
@@ -376,6 +531,11 @@ public final class RedisBudgetStore implements AutoCloseable {
 
   private void shutdownQuietly() {
     scriptLoader.dispose();
+    failoverEvents.dispose();
+    FailoverWatch watch = failoverWatch.getAndSet(null);
+    if (watch != null) {
+      watch.close();
+    }
     try {
       if (connection != null) {
         connection.close();

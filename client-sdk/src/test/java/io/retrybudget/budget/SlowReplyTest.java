@@ -1,0 +1,50 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import io.retrybudget.testing.RedisServerProcess;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A reply that comes after its call timeout, as on a loaded machine, does not count towards
+ * degrading the budget: two such timeouts in a row, each answered late by a Redis that is up, leave
+ * the client healthy (SIGSTOP of the real Redis makes them late).
+ */
+class SlowReplyTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  @Test
+  void twoTimeoutsAnsweredLateDoNotDegrade() throws Exception {
+    RedisServerProcess server = redis.server();
+    try (RedisBudgetClient client = RedisBudgetClient.builder(redis.connectionOptions().build())
+        .callTimeout(Duration.ofMillis(50)).flushInterval(Duration.ofSeconds(1)).build()) {
+      RedisRetryBudget b = (RedisRetryBudget) client.budget(
+          BudgetConfig.builder("slow-replies").ratio(1.0).minRetriesPerSecond(1000).windowSeconds(60).build());
+      Eventually.await("served by Redis", Duration.ofSeconds(10), () -> b.acquireBlocking() == BudgetDecision.GRANTED);
+      for (int i = 1; i <= 2; i++) {
+        long keptBefore = b.unusedPermits();
+        server.pause();
+        BudgetDecision d;
+        try {
+          d = b.acquire().toCompletableFuture().get(5, TimeUnit.SECONDS);
+        } finally {
+          server.resume();
+        }
+        assertEquals(BudgetDecision.DENIED_FALLBACK, d, "call " + i + " timed out");
+        // its reply comes after all: the permit Redis granted is kept for the next retry, which
+        // takes it without a call to Redis (no answer in time in between to reset the failures)
+        Eventually.await("the late reply of call " + i, Duration.ofSeconds(10), () -> b.unusedPermits() > keptBefore);
+        assertEquals(BudgetDecision.GRANTED, b.acquire().toCompletableFuture().get(5, TimeUnit.SECONDS));
+        assertEquals(keptBefore, b.unusedPermits(), "the kept permit was used");
+      }
+      assertFalse(b.isDegraded(), "two late replies degraded the budget");
+      assertEquals(0, b.timesDegraded());
+    }
+  }
+}
