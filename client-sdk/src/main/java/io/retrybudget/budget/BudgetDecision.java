@@ -19,7 +19,13 @@ public final class BudgetDecision {
     /** The budget answered "exhausted" a moment ago: refused locally without asking again. */
     DENIED_EXHAUSTED_CACHED(false, "exhausted_cached"),
     /** The store was unreachable and the fallback refused it. */
-    DENIED_FALLBACK(false, "fallback");
+    DENIED_FALLBACK(false, "fallback"),
+    /**
+     * A client-side retry throttle refused it before the shared budget was asked: most recent
+     * retries of this client failed ({@code SuccessAwareBudget}, {@link AdaptiveThrottle}). The
+     * shared budget may still have allowance; it is not counted there as denied.
+     */
+    DENIED_THROTTLED(false, "throttled");
 
     private final boolean granted;
     private final String tag;
@@ -53,6 +59,7 @@ public final class BudgetDecision {
   public static final BudgetDecision DENIED_EXHAUSTED = of(Reason.DENIED_EXHAUSTED);
   public static final BudgetDecision DENIED_EXHAUSTED_CACHED = of(Reason.DENIED_EXHAUSTED_CACHED);
   public static final BudgetDecision DENIED_FALLBACK = of(Reason.DENIED_FALLBACK);
+  public static final BudgetDecision DENIED_THROTTLED = of(Reason.DENIED_THROTTLED);
 
   private final Reason reason;
 

@@ -28,14 +28,14 @@ final class AsyncCall<T> {
   private final CallState<T> state;
   final CallFuture<T> result = new CallFuture<>(this);
 
-  AsyncCall(RetryExecutor x, Supplier<? extends CompletionStage<T>> supplier,
+  AsyncCall(RetryExecutor x, RetryPolicy policy, RetryPlanner planner, Supplier<? extends CompletionStage<T>> supplier,
       Function<AttemptContext, ? extends CompletionStage<T>> function, AttemptContext first, long start,
       CompletableFuture<T> firstFuture) {
     this.x = x;
     this.supplier = supplier;
     this.function = function;
-    this.first = first != null ? first : new AttemptContext(null);
-    this.state = new CallState<>(x.policy, x.planner, x.hedging, x.budget != null ? x.budget.name() : null,
+    this.first = first != null ? first : new AttemptContext(null, x.nanoClock);
+    this.state = new CallState<>(policy, planner, x.hedging, x.budget != null ? x.budget.name() : null,
         this.first, start, firstFuture);
   }
 
@@ -149,7 +149,8 @@ final class AsyncCall<T> {
     CompletableFuture<T> future;
     try {
       CompletionStage<T> stage = function != null
-          ? function.apply(first.next(attempt.number, attempt.hedge, attempt.number - 1)) : supplier.get();
+          ? function.apply(first.next(attempt.number, attempt.hedge, attempt.number - 1,
+              AttemptContext.answerBy(attempt.startedNanos, attempt.allowedNanos))) : supplier.get();
       future = stage.toCompletableFuture();
     } catch (Throwable t) {
       future = CompletableFuture.failedFuture(t);

@@ -84,7 +84,7 @@ public final class RetryExecutor implements AutoCloseable {
   /** Runs {@code callable} with retries on this thread; returns its result or throws its last failure. */
   public <T> T call(Callable<T> callable) throws Exception {
     Objects.requireNonNull(callable, "callable must not be null");
-    return SyncCall.run(this, null, null, callable); // no adapter: the success path allocates nothing
+    return SyncCall.run(this, policy, planner, null, null, callable); // no adapter: the success path allocates nothing
   }
 
   /** As {@link #call(Callable)}, telling each attempt its number and the call's idempotency key. */
@@ -98,7 +98,27 @@ public final class RetryExecutor implements AutoCloseable {
    */
   public <T> T call(String idempotencyKey, AttemptFunction<T> function) throws Exception {
     Objects.requireNonNull(function, "attempt must not be null");
-    return SyncCall.run(this, idempotencyKey, function, null);
+    return SyncCall.run(this, policy, planner, idempotencyKey, function, null);
+  }
+
+  /**
+   * As {@link #call(String, AttemptFunction)}, with the whole call bounded by {@code deadline}
+   * from now as well as by the policy's own deadline, whichever is earlier (see
+   * {@link #callAsync(String, java.time.Duration, Function)}). A deadline that is zero or
+   * negative throws {@link AttemptTimeoutException} at once, no attempt started; null is the
+   * policy's deadline alone.
+   */
+  public <T> T call(String idempotencyKey, java.time.Duration deadline, AttemptFunction<T> function) throws Exception {
+    Objects.requireNonNull(function, "attempt must not be null");
+    if (deadline == null) {
+      return call(idempotencyKey, function);
+    }
+    if (deadline.isNegative() || deadline.isZero()) {
+      listeners.onOutcome(RetryOutcome.DEADLINE, 0);
+      throw new AttemptTimeoutException(deadline);
+    }
+    RetryPolicy capped = policy.withDeadlineAtMost(deadline);
+    return SyncCall.run(this, capped, capped == policy ? planner : new RetryPlanner(capped), idempotencyKey, function, null);
   }
 
   /**
@@ -109,7 +129,7 @@ public final class RetryExecutor implements AutoCloseable {
    */
   public <T> CompletableFuture<T> callAsync(Supplier<? extends CompletionStage<T>> attempt) {
     Objects.requireNonNull(attempt, "attempt must not be null");
-    return begin(null, attempt, null);
+    return begin(policy, planner, null, attempt, null);
   }
 
   /** As {@link #callAsync(Supplier)}, telling each attempt its number and the call's idempotency key. */
@@ -121,7 +141,31 @@ public final class RetryExecutor implements AutoCloseable {
   public <T> CompletableFuture<T> callAsync(String idempotencyKey,
       Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
     Objects.requireNonNull(attempt, "attempt must not be null");
-    return begin(new AttemptContext(idempotencyKey), null, attempt);
+    return begin(policy, planner, new AttemptContext(idempotencyKey, nanoClock), null, attempt);
+  }
+
+  /**
+   * As {@link #callAsync(String, Function)}, with the whole call bounded by {@code deadline} from
+   * now as well as by the policy's own deadline, whichever is earlier (the attempt timeout is cut
+   * to it too). For a server that propagates its caller's deadline to its own dependencies (what
+   * is left of an inbound {@code X-Request-Deadline-Ms}): no attempt starts that the time left
+   * cannot hold, and each attempt tells its server how long it is waited for. A deadline that is
+   * zero or negative ends the call at once with {@link AttemptTimeoutException}, outcome
+   * {@code DEADLINE}, no attempt started; null is the policy's deadline alone.
+   */
+  public <T> CompletableFuture<T> callAsync(String idempotencyKey, java.time.Duration deadline,
+      Function<AttemptContext, ? extends CompletionStage<T>> attempt) {
+    Objects.requireNonNull(attempt, "attempt must not be null");
+    if (deadline == null) {
+      return callAsync(idempotencyKey, attempt);
+    }
+    if (deadline.isNegative() || deadline.isZero()) {
+      listeners.onOutcome(RetryOutcome.DEADLINE, 0);
+      return CompletableFuture.failedFuture(new AttemptTimeoutException(deadline));
+    }
+    RetryPolicy capped = policy.withDeadlineAtMost(deadline);
+    return begin(capped, capped == policy ? planner : new RetryPlanner(capped),
+        new AttemptContext(idempotencyKey, nanoClock), null, attempt);
   }
 
   /**
@@ -129,14 +173,15 @@ public final class RetryExecutor implements AutoCloseable {
    * already succeeded. Nothing is allocated for a first attempt that succeeded at once beyond the
    * completed future returned.
    */
-  private <T> CompletableFuture<T> begin(AttemptContext context, Supplier<? extends CompletionStage<T>> supplier,
-      Function<AttemptContext, ? extends CompletionStage<T>> function) {
+  private <T> CompletableFuture<T> begin(RetryPolicy policy, RetryPlanner planner, AttemptContext context,
+      Supplier<? extends CompletionStage<T>> supplier, Function<AttemptContext, ? extends CompletionStage<T>> function) {
     if (closed) {
       return CompletableFuture.failedFuture(new IllegalStateException("RetryExecutor is closed"));
     }
     // the clock is read only where a timer or an adaptive hedge needs the start
     boolean timed = policy.deadline() != null || policy.attemptTimeout() != null || hedging != null;
     long start = timed ? nanoClock.getAsLong() : 0;
+    boolean bounded = policy.deadline() != null || policy.attemptTimeout() != null;
     if (budget != null) {
       budget.recordFirstAttempt(); // the executor is the only place that counts a call's first attempt
     }
@@ -144,7 +189,7 @@ public final class RetryExecutor implements AutoCloseable {
     CompletableFuture<T> first;
     try {
       if (context != null) {
-        context.startAttempt(1);
+        context.startAttempt(1, bounded ? AttemptContext.answerBy(start, planner.attemptBudgetNanos(0)) : AttemptContext.UNBOUNDED);
       }
       first = (context != null ? function.apply(context) : supplier.get()).toCompletableFuture();
     } catch (Throwable t) {
@@ -167,7 +212,8 @@ public final class RetryExecutor implements AutoCloseable {
         return CompletableFuture.completedFuture(value);
       }
     }
-    AsyncCall<T> call = new AsyncCall<>(this, supplier, function, context, timed ? start : nanoClock.getAsLong(), first);
+    AsyncCall<T> call = new AsyncCall<>(this, policy, planner, supplier, function, context,
+        timed ? start : nanoClock.getAsLong(), first);
     liveCalls.add(call);
     call.start(value, verdict, draw);
     if (closed) {

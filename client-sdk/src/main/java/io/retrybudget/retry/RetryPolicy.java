@@ -53,6 +53,27 @@ public final class RetryPolicy {
     return b;
   }
 
+  /**
+   * This policy with its deadline no later than {@code deadline} (the attempt timeout cut to it
+   * where it is longer); this policy itself when its own deadline is already as early.
+   *
+   * @throws IllegalArgumentException when {@code deadline} is not positive
+   */
+  public RetryPolicy withDeadlineAtMost(Duration deadline) {
+    if (deadline == null || deadline.isNegative() || deadline.isZero()) {
+      throw new IllegalArgumentException("deadline must be positive, was " + deadline);
+    }
+    if (this.deadline != null && this.deadline.compareTo(deadline) <= 0) {
+      return this;
+    }
+    Builder b = toBuilder();
+    b.deadline = deadline;
+    if (attemptTimeout != null && attemptTimeout.compareTo(deadline) > 0) {
+      b.attemptTimeout = deadline;
+    }
+    return b.build();
+  }
+
   /** Network errors and timeouts are worth another attempt; anything else is not. */
   public static boolean isTransient(Throwable failure) {
     return failure instanceof IOException

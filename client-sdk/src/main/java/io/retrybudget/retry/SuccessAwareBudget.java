@@ -49,7 +49,7 @@ import java.util.function.LongSupplier;
  * that uses this budget ({@code RetryingHttpClient.builder(http).budget(b).listener(b.listener())};
  * server-kit's {@code MiddleLayer} attaches it itself). Without the listener the throttle sees
  * nothing and never refuses: the budget is then the fleet budget alone. A throttled attempt is answered
- * {@link BudgetDecision#DENIED_EXHAUSTED} (the executor ends the call with
+ * {@link BudgetDecision#DENIED_THROTTLED} (the executor ends the call with
  * {@link RetryBudgetExhaustedException}) and is counted in {@link #throttled()}; it is not counted
  * as {@code denied} in the fleet budget, which it never asked.
  */
@@ -135,12 +135,12 @@ public final class SuccessAwareBudget implements RetryBudget {
 
   @Override
   public BudgetDecision acquireBlocking() {
-    return throttle() ? BudgetDecision.DENIED_EXHAUSTED : fleet.acquireBlocking();
+    return throttle() ? BudgetDecision.DENIED_THROTTLED : fleet.acquireBlocking();
   }
 
   @Override
   public CompletionStage<BudgetDecision> acquire() {
-    return throttle() ? CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED) : fleet.acquire();
+    return throttle() ? CompletableFuture.completedFuture(BudgetDecision.DENIED_THROTTLED) : fleet.acquire();
   }
 
   @Override

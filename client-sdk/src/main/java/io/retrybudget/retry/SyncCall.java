@@ -17,13 +17,16 @@ final class SyncCall {
   private SyncCall() {}
 
   /** For an attempt function (with a context) or a plain callable (without). */
-  static <T> T run(RetryExecutor x, String idempotencyKey, AttemptFunction<T> function, Callable<T> callable)
-      throws Exception {
+  static <T> T run(RetryExecutor x, RetryPolicy policy, RetryPlanner planner, String idempotencyKey,
+      AttemptFunction<T> function, Callable<T> callable) throws Exception {
     int started = 0; // attempts started: what an ERROR outcome reports
     boolean reported = false; // whether the outcome has been told (then what follows is only rethrown)
     try {
-      AttemptContext context = function != null ? new AttemptContext(idempotencyKey) : null;
-      boolean timed = x.policy.deadline() != null;
+      AttemptContext context = function != null ? new AttemptContext(idempotencyKey, x.nanoClock) : null;
+      boolean timed = policy.deadline() != null;
+      // what X-Request-Deadline-Ms carries: the attempt timeout cut to what the deadline leaves (this
+      // blocking path cannot cut an attempt at its timeout; the server is told it all the same)
+      boolean bounded = context != null && (timed || policy.attemptTimeout() != null);
       long start = timed ? x.nanoClock.getAsLong() : 0;
       long previousDelay = 0;
       T value = null;
@@ -38,12 +41,17 @@ final class SyncCall {
           reported = true;
           x.listeners.onOutcome(RetryOutcome.CANCELLED, started);
           throw new InterruptedException("interrupted between attempts");
-        } else if (timed && x.planner.attemptBudgetNanos(x.nanoClock.getAsLong() - start) <= 0) {
+        } else if (timed && planner.attemptBudgetNanos(x.nanoClock.getAsLong() - start) <= 0) {
           reported = true;
           return stop(x, RetryOutcome.DEADLINE, started, value, failure); // woke too late for another attempt
         }
         if (context != null) {
-          context.startAttempt(attempt);
+          if (bounded) {
+            long now = x.nanoClock.getAsLong();
+            context.startAttempt(attempt, AttemptContext.answerBy(now, planner.attemptBudgetNanos(timed ? now - start : 0)));
+          } else {
+            context.startAttempt(attempt);
+          }
         }
         x.listeners.onAttempt(attempt);
         value = null;
@@ -61,12 +69,12 @@ final class SyncCall {
           x.listeners.onOutcome(RetryOutcome.CANCELLED, started);
           return stop(failure);
         }
-        RetryPlanner.Verdict verdict = x.planner.judge(value, failure); // the policy's code: what it throws ends the call
+        RetryPlanner.Verdict verdict = planner.judge(value, failure); // the policy's code: what it throws ends the call
         if (verdict == RetryPlanner.Verdict.ACCEPTED) {
           x.listeners.onOutcome(RetryOutcome.SUCCESS, attempt); // the common case: no clock, no random draw
           return value;
         }
-        RetryPlanner.Plan plan = x.planner.next(verdict, attempt, previousDelay,
+        RetryPlanner.Plan plan = planner.next(verdict, attempt, previousDelay,
             timed ? x.nanoClock.getAsLong() - start : 0, context != null && context.hasIdempotencyKey(),
             verdict.retryable() ? x.random.getAsDouble() : 0);
         if (!plan.retry()) {
@@ -80,7 +88,7 @@ final class SyncCall {
           } catch (RuntimeException e) {
             decision = null; // no answer counts as a refusal, as on the asynchronous path
           }
-          switch (x.planner.afterBudget(decision, timed ? x.nanoClock.getAsLong() - start : 0, plan.delayNanos())) {
+          switch (planner.afterBudget(decision, timed ? x.nanoClock.getAsLong() - start : 0, plan.delayNanos())) {
             case DENIED: {
               BudgetDecision d = decision != null ? decision : BudgetDecision.DENIED_FALLBACK;
               x.listeners.onBudgetDenied(d);

@@ -68,6 +68,27 @@ class MicrometerRetryMetricsTest {
   }
 
   @Test
+  void aRetryTheThrottleRefusesIsCountedAsThrottledNotExhausted() {
+    LocalRetryBudget fleet = new LocalRetryBudget(BudgetConfig.builder("backend").minRetriesPerSecond(100).ratio(1.0).build(), () -> 0L);
+    io.retrybudget.retry.SuccessAwareBudget aware = io.retrybudget.retry.SuccessAwareBudget.builder(fleet).random(() -> 0.0)
+        .throttle(io.retrybudget.budget.AdaptiveThrottle.Config.builder().minRequests(0).build()).build();
+    aware.listener().onOutcome(io.retrybudget.retry.RetryOutcome.MAX_ATTEMPTS, 2); // one failed retry: p = 1/2
+    RetryExecutor executor = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(3).build())
+        .budget(aware).listener(aware.listener()).listener(new MicrometerRetryMetrics(registry, "backend"))
+        .sleeper(n -> { }).random(() -> 0.5).build();
+    RetryBudgetExhaustedException e = assertThrows(RetryBudgetExhaustedException.class, () -> executor.call(() -> {
+      throw new IOException("down");
+    }));
+    assertEquals(io.retrybudget.budget.BudgetDecision.DENIED_THROTTLED, e.decision());
+    assertEquals("retry budget 'backend' refused a retry (throttled: most of this client's recent retries failed)", e.getMessage());
+    assertEquals(1, count("retry.budget.denials", "reason", "throttled"));
+    assertEquals(0, count("retry.budget.denials", "reason", "exhausted"));
+    assertEquals(1, count("retry.calls", "outcome", "budget_exhausted"));
+    assertEquals(1, aware.throttled());
+    assertEquals(0, fleet.windowCounts()[1] + fleet.windowCounts()[2], "the fleet budget was not asked");
+  }
+
+  @Test
   void callsTheCallerEndsAreCountedAsCancelled() throws Exception {
     try (RetryExecutor executor = RetryExecutor.builder(RetryPolicy.builder().maxAttempts(2).build())
         .listener(new MicrometerRetryMetrics(registry, "backend")).build()) {

@@ -2,6 +2,7 @@ package io.retrybudget.retry;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -268,6 +269,106 @@ class RetryExecutorTest {
       return "fine";
     });
     assertTrue(!seen[0].hasIdempotencyKey());
+  }
+
+  @Test
+  void asyncAttemptsKnowTheirAttemptTimeoutCutToTheDeadline() {
+    // attempt timeout 300 ms, deadline 1 s, attempts that hang; backoff 50 then 100 ms (random 0.5):
+    // attempt 1 at 0 (300 left), 2 at 350 (300), 3 at 750 (the deadline leaves 250)
+    RetryPolicy p = policy().attemptTimeout(Duration.ofMillis(300)).deadline(Duration.ofSeconds(1)).build();
+    List<Long> left = new ArrayList<>();
+    CompletableFuture<String> f = executor(p).build().callAsync(ctx -> {
+      assertTrue(ctx.hasDeadline());
+      left.add(ctx.remainingMillis());
+      return new CompletableFuture<String>();
+    });
+    time.advance(Duration.ofSeconds(2).toNanos());
+    assertTrue(f.isCompletedExceptionally());
+    assertEquals(List.of(300L, 300L, 250L), left);
+  }
+
+  @Test
+  void syncAttemptsKnowTheirAttemptTimeoutCutToTheDeadline() throws Exception {
+    RetryPolicy p = policy().attemptTimeout(Duration.ofMillis(300)).deadline(Duration.ofSeconds(1)).build();
+    List<Long> left = new ArrayList<>();
+    assertThrows(IOException.class, () -> executor(p).build().call(ctx -> {
+      left.add(ctx.remainingMillis());
+      time.advance(Duration.ofMillis(300).toNanos()); // the attempt takes its whole timeout
+      left.add(ctx.remainingMillis());
+      throw new IOException("slow and failed");
+    }));
+    assertEquals(List.of(300L, 0L, 300L, 0L, 250L, 0L), left);
+  }
+
+  @Test
+  void withoutDeadlineOrAttemptTimeoutAnAttemptIsUnbounded() throws Exception {
+    List<Boolean> bounded = new ArrayList<>();
+    executor(policy().build()).build().call(ctx -> {
+      bounded.add(ctx.hasDeadline());
+      assertEquals(Long.MAX_VALUE, ctx.remainingMillis());
+      return "ok";
+    });
+    executor(policy().build()).build().callAsync(ctx -> {
+      bounded.add(ctx.hasDeadline());
+      return CompletableFuture.completedFuture("ok");
+    }).join();
+    assertEquals(List.of(false, false), bounded);
+  }
+
+  @Test
+  void aPerCallDeadlineBoundsTheCallWhenEarlierThanThePolicys() {
+    // attempts fail at once; backoff 50 then 100 ms: attempts at 0, 50, 150
+    RetryPolicy p = policy().deadline(Duration.ofSeconds(10)).build();
+    List<Long> left = new ArrayList<>();
+    CompletableFuture<String> f = executor(p).build().callAsync(null, Duration.ofMillis(400), ctx -> {
+      left.add(ctx.remainingMillis());
+      return CompletableFuture.failedFuture(new IOException("down"));
+    });
+    time.advance(Duration.ofSeconds(1).toNanos());
+    assertTrue(f.isCompletedExceptionally());
+    assertEquals(List.of(400L, 350L, 250L), left);
+
+    left.clear(); // the policy's own deadline (200 ms) is earlier than the call's: it binds
+    RetryPolicy tight = policy().deadline(Duration.ofMillis(200)).build();
+    executor(tight).build().callAsync(null, Duration.ofMillis(400), ctx -> {
+      left.add(ctx.remainingMillis());
+      return CompletableFuture.failedFuture(new IOException("down"));
+    });
+    time.advance(Duration.ofSeconds(1).toNanos());
+    assertEquals(List.of(200L, 150L, 50L), left);
+  }
+
+  @Test
+  void aPerCallDeadlineCannotStartAnAttemptItLeavesNoTimeFor() throws Exception {
+    // 120 ms: attempts at 0 and 50; the next backoff (100 ms) would end past it, so no third attempt
+    RetryPolicy p = policy().build();
+    AtomicInteger calls = new AtomicInteger();
+    List<RetryOutcome> outcomes = new ArrayList<>();
+    RetryExecutor x = executor(p).listener(new RetryListener() {
+      @Override
+      public void onOutcome(RetryOutcome outcome, int attempts) {
+        outcomes.add(outcome);
+      }
+    }).build();
+    CompletableFuture<String> f = x.callAsync(null, Duration.ofMillis(120), ctx -> {
+      calls.incrementAndGet();
+      return CompletableFuture.failedFuture(new IOException("down"));
+    });
+    time.advance(Duration.ofSeconds(1).toNanos());
+    assertTrue(f.isCompletedExceptionally());
+    assertEquals(2, calls.get());
+    calls.set(0);
+    ExecutionException spent = assertThrows(ExecutionException.class, () -> x.callAsync(null, Duration.ZERO, ctx -> {
+      calls.incrementAndGet();
+      return CompletableFuture.completedFuture("never");
+    }).get());
+    assertInstanceOf(AttemptTimeoutException.class, spent.getCause());
+    assertThrows(AttemptTimeoutException.class, () -> x.call(null, Duration.ofMillis(-5), ctx -> {
+      calls.incrementAndGet();
+      return "never";
+    }));
+    assertEquals(0, calls.get(), "a spent deadline sends nothing");
+    assertEquals(List.of(RetryOutcome.DEADLINE, RetryOutcome.DEADLINE, RetryOutcome.DEADLINE), outcomes);
   }
 
   @Test

@@ -217,8 +217,8 @@ class SuccessAwareBudgetTest {
     assertEquals(1, fleet.blocking);
     aware.listener().onOutcome(RetryOutcome.MAX_ATTEMPTS, 2); // one retry, not accepted: p = 1/2
     draw[0] = 0.4;
-    assertSame(BudgetDecision.DENIED_EXHAUSTED, aware.acquireBlocking());
-    assertSame(BudgetDecision.DENIED_EXHAUSTED, aware.acquire().toCompletableFuture().join());
+    assertSame(BudgetDecision.DENIED_THROTTLED, aware.acquireBlocking());
+    assertSame(BudgetDecision.DENIED_THROTTLED, aware.acquire().toCompletableFuture().join());
     assertEquals(1, fleet.blocking, "throttled: the fleet is not asked");
     assertEquals(0, fleet.async);
     assertEquals(2, aware.throttled());

@@ -43,6 +43,11 @@ import java.util.function.Consumer;
  * grpc-retry-pushback-ms} trailer is obeyed: wait at least that long; negative or unreadable: do
  * not retry (gRFC A6). With {@link Builder#hedging} the call is hedged, each hedge asking the budget.
  *
+ * <p>Each attempt is a gRPC call whose deadline is the earliest of the call's, the caller's
+ * context's and the policy's attempt timeout (cut to the policy's deadline), so {@code grpc-timeout}
+ * tells the server how long the attempt is waited for (the HTTP integrations send
+ * {@code X-Request-Deadline-Ms} for the same).
+ *
  * <p>The call's deadline ({@code withDeadline}/{@code withDeadlineAfter}) bounds every attempt and
  * the whole call (or the caller's {@code io.grpc.Context} deadline, whichever is first): the call
  * ends with {@code DEADLINE_EXCEEDED} at that instant, mid-attempt or mid-sleep. Every attempt runs
@@ -251,7 +256,13 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
       if (context.attempt() > 1) {
         attemptHeaders.put(PREVIOUS_ATTEMPTS, Integer.toString(context.attempt() - 1));
       }
-      ClientCall<ReqT, RespT> attempt = next.newCall(method, options);
+      CallOptions attemptOptions = options;
+      if (context.hasDeadline()) {
+        // the attempt timeout cut to the call's deadline: grpc-timeout tells the server what is left
+        Deadline answerBy = Deadline.after(context.remainingNanos(), TimeUnit.NANOSECONDS);
+        attemptOptions = options.withDeadline(earliest(options.getDeadline(), answerBy));
+      }
+      ClientCall<ReqT, RespT> attempt = next.newCall(method, attemptOptions);
       CompletableFuture<Outcome> result = new CompletableFuture<>();
       attempt.start(new Listener<RespT>() {
         private Metadata responseHeaders;

@@ -60,6 +60,8 @@ final class EchoService implements AutoCloseable {
   };
   /** The grpc-previous-rpc-attempts header of every request, "-" when absent. */
   final List<String> previousAttempts = new CopyOnWriteArrayList<>();
+  /** The deadline every request arrived with (from its grpc-timeout), in ms left; -1 when none. */
+  final List<Long> deadlineMillis = new CopyOnWriteArrayList<>();
   final Server server;
 
   EchoService() throws IOException {
@@ -74,6 +76,8 @@ final class EchoService implements AutoCloseable {
       public <ReqT, RespT> ServerCall.Listener<ReqT> interceptCall(ServerCall<ReqT, RespT> call, Metadata headers,
           ServerCallHandler<ReqT, RespT> next) {
         String previous = headers.get(PREVIOUS);
+        io.grpc.Deadline deadline = io.grpc.Context.current().getDeadline();
+        deadlineMillis.add(deadline == null ? -1L : deadline.timeRemaining(TimeUnit.MILLISECONDS));
         previousAttempts.add(previous == null ? "-" : previous);
         return io.grpc.Contexts.interceptCall(io.grpc.Context.current().withValue(ATTEMPT, previous == null ? "-" : previous),
             call, headers, next);

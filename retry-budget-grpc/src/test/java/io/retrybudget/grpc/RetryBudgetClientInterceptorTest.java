@@ -164,6 +164,34 @@ class RetryBudgetClientInterceptorTest {
   }
 
   @Test
+  void everyAttemptTellsTheServerItsAttemptTimeoutCutToTheCallsDeadline() {
+    service.script.add(fail(Status.UNAVAILABLE));
+    service.script.add(fail(Status.UNAVAILABLE));
+    RetryPolicy timed = FAST.toBuilder().attemptTimeout(Duration.ofMillis(5_000)).build();
+    connect(RetryBudgetClientInterceptor.builder().policy(timed), 1.0, 100);
+    assertEquals("echo hi", call(CallOptions.DEFAULT));
+    assertEquals(3, service.deadlineMillis.size());
+    for (long ms : service.deadlineMillis) {
+      assertTrue(ms > 0 && ms <= 5_000, "grpc-timeout of an attempt with a 5 s attempt timeout: " + service.deadlineMillis);
+    }
+    service.deadlineMillis.clear();
+    service.script.add(fail(Status.UNAVAILABLE));
+    assertEquals("echo hi", call(CallOptions.DEFAULT.withDeadlineAfter(2_000, TimeUnit.MILLISECONDS)));
+    assertEquals(2, service.deadlineMillis.size());
+    for (long ms : service.deadlineMillis) {
+      assertTrue(ms > 0 && ms <= 2_000, "the call's 2 s deadline binds before the attempt timeout: " + service.deadlineMillis);
+    }
+    assertTrue(service.deadlineMillis.get(1) <= service.deadlineMillis.get(0), "the retry has no more time: " + service.deadlineMillis);
+  }
+
+  @Test
+  void withoutADeadlineOrAttemptTimeoutNoGrpcTimeoutIsSent() {
+    connect(RetryBudgetClientInterceptor.builder().policy(FAST), 0.1, 10);
+    assertEquals("echo hi", call(CallOptions.DEFAULT));
+    assertEquals(List.of(-1L), service.deadlineMillis);
+  }
+
+  @Test
   void callDeadlineCutsTheAttemptInFlight() {
     service.script.add(fail(Status.UNAVAILABLE));
     service.script.add(HANG);

@@ -44,7 +44,8 @@ import okhttp3.Response;
  * before every retry, and applies HTTP's retry rules, the same as {@code RetryingHttpClient}
  * ({@link HttpClientRules}): network errors, timeouts, 5xx, 429 and 503 are retried, other 4xx
  * never; {@code X-Retry-Pushback-Ms} (negative: do not retry) and {@code Retry-After} (seconds or
- * HTTP-date) are obeyed; every attempt carries {@code X-Retry-Attempt}; POST and PATCH are retried
+ * HTTP-date) are obeyed; every attempt carries {@code X-Retry-Attempt} (and {@code
+ * X-Request-Deadline-Ms} when the policy bounds it: deadline or attempt timeout); POST and PATCH are retried
  * only with an {@code Idempotency-Key}, the request's own or one made for the call, the same on
  * every attempt. A one-shot or duplex request body is never sent twice: such a call gets one
  * attempt. The body of every response that is not the call's answer is closed before the backoff
@@ -201,6 +202,10 @@ public final class RetryBudgetInterceptor implements Interceptor, AutoCloseable 
   private Request.Builder attemptRequest(Request request, AttemptContext context, boolean sendKey, int offset) {
     Request.Builder b = request.newBuilder()
         .header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
+    String deadline = HttpRetryRules.deadlineHeaderValue(context);
+    if (deadline != null) {
+      b.header(HttpRetryRules.DEADLINE_HEADER, deadline);
+    }
     if (sendKey) {
       b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
     }

@@ -123,10 +123,29 @@ class RetryBudgetInterceptorTest {
     }
     RecordedRequest sent = server.takeRequest();
     assertEquals("1", sent.getHeaders().get("X-Retry-Attempt"));
+    assertNull(sent.getHeaders().get("X-Request-Deadline-Ms"), "no deadline, no attempt timeout: none sent");
     assertNull(sent.getHeaders().get("Idempotency-Key"));
     assertEquals(1, budget.firstAttempts.get());
     assertEquals(0, budget.acquires.get());
     assertEquals(List.of(RetryOutcome.SUCCESS + " 1"), recorder.outcomes);
+  }
+
+  @Test
+  void everyAttemptCarriesTheTimeItIsWaitedFor() throws Exception {
+    server.enqueue(status(503));
+    server.enqueue(status(200));
+    RetryPolicy timed = FAST.toBuilder().attemptTimeout(Duration.ofSeconds(4)).deadline(Duration.ofSeconds(8)).build();
+    OkHttpClient http = client(timed, 0.1, 10);
+    Request own = get().newBuilder().header("X-Request-Deadline-Ms", "999999").build();
+    try (Response r = http.newCall(own).execute()) {
+      assertEquals(200, r.code());
+    }
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      List<String> values = server.takeRequest().getHeaders().values("X-Request-Deadline-Ms");
+      assertEquals(1, values.size(), "one value, the caller's replaced: " + values);
+      long ms = Long.parseLong(values.get(0));
+      assertTrue(ms > 0 && ms <= 4_000, "attempt " + attempt + ": the attempt timeout cut to the deadline, was " + ms);
+    }
   }
 
   @Test

@@ -26,7 +26,8 @@ import org.springframework.http.client.ClientHttpResponse;
  *   <li>obeys {@code X-Retry-Pushback-Ms} (negative: do not retry) and {@code Retry-After}
  *       (delta-seconds or HTTP-date): waits at least that long, and ends the call at once with the
  *       server's answer when that is beyond the backoff cap or the deadline;
- *   <li>sends {@code X-Retry-Attempt: n} on every attempt, and on POST / PATCH an
+ *   <li>sends {@code X-Retry-Attempt: n} on every attempt ({@code X-Request-Deadline-Ms} too when
+ *       the policy has a deadline or an attempt timeout), and on POST / PATCH an
  *       {@code Idempotency-Key} (the request's own, or one made for the call) that is the same on
  *       every attempt; with {@code idempotency-keys: false} POST / PATCH are retried only with the
  *       caller's own key;
@@ -83,6 +84,10 @@ public final class RetryBudgetInterceptor implements ClientHttpRequestIntercepto
       // the chain's request headers are the ones sent, mutable as Spring's own interceptors use them
       HttpHeaders headers = request.getHeaders();
       headers.set(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(ctx.attempt()));
+      String deadline = HttpRetryRules.deadlineHeaderValue(ctx);
+      if (deadline != null) {
+        headers.set(HttpRetryRules.DEADLINE_HEADER, deadline);
+      }
       if (sendKey) {
         headers.set(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, ctx.idempotencyKey());
       }

@@ -50,6 +50,11 @@ import org.springframework.web.client.RestClient;
         "retrybudget.clients.backend.max-attempts=3",
         "retrybudget.clients.backend.backoff-base=100ms",
         "retrybudget.clients.backend.backoff-cap=5s",
+        "retrybudget.clients.timed.budget=backend",
+        "retrybudget.clients.timed.max-attempts=3",
+        "retrybudget.clients.timed.backoff-base=100ms",
+        "retrybudget.clients.timed.backoff-cap=5s",
+        "retrybudget.clients.timed.deadline=8s",
         "retrybudget.clients.strict.budget=strict",
         "retrybudget.clients.strict.max-attempts=3",
         "management.endpoints.web.exposure.include=health,retrybudgets",
@@ -84,12 +89,15 @@ class RetryBudgetWebTest {
   static class Backend {
     final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
     final List<String> attemptHeaders = new CopyOnWriteArrayList<>();
+    final List<String> deadlineHeaders = new CopyOnWriteArrayList<>();
     final List<String> keys = new CopyOnWriteArrayList<>();
 
     @GetMapping("/flaky/{id}/{failures}")
     ResponseEntity<String> flaky(@PathVariable String id, @PathVariable int failures,
-        @RequestHeader("X-Retry-Attempt") String attempt) {
+        @RequestHeader("X-Retry-Attempt") String attempt,
+        @RequestHeader(name = "X-Request-Deadline-Ms", required = false) List<String> deadline) {
       attemptHeaders.add(attempt);
+      deadlineHeaders.add(String.valueOf(deadline));
       if (calls.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet() <= failures) {
         return ResponseEntity.status(503).header("Retry-After", "1").body("busy");
       }
@@ -125,6 +133,7 @@ class RetryBudgetWebTest {
   void clear() {
     WAITS.clear();
     backend.attemptHeaders.clear();
+    backend.deadlineHeaders.clear();
     backend.keys.clear();
   }
 
@@ -134,8 +143,24 @@ class RetryBudgetWebTest {
 
     assertEquals("ok a", body);
     assertEquals(List.of("1", "2"), backend.attemptHeaders);
+    assertEquals(List.of("null", "null"), backend.deadlineHeaders, "no deadline, no attempt timeout: none sent");
     assertEquals(1, WAITS.size());
     assertTrue(WAITS.get(0) >= 1_000_000_000L, "waited at least Retry-After: " + WAITS);
+  }
+
+  @Test
+  void everyAttemptCarriesTheTimeLeftOfTheCallsDeadline() {
+    String body = client("timed").get().uri("/flaky/d1/1").header("X-Request-Deadline-Ms", "999999")
+        .retrieve().body(String.class);
+
+    assertEquals("ok d1", body);
+    assertEquals(List.of("1", "2"), backend.attemptHeaders);
+    assertEquals(2, backend.deadlineHeaders.size());
+    for (String h : backend.deadlineHeaders) {
+      assertTrue(h.matches("\\[\\d+\\]"), "one value per attempt, the caller's replaced: " + backend.deadlineHeaders);
+      long ms = Long.parseLong(h.substring(1, h.length() - 1));
+      assertTrue(ms > 0 && ms <= 8_000, "what the 8 s deadline leaves: " + backend.deadlineHeaders);
+    }
   }
 
   @Test

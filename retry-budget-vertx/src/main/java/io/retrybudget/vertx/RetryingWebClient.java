@@ -25,7 +25,8 @@ import java.util.Objects;
  * Vert.x {@code WebClient} requests with retries and the fleet budget, by HTTP's rules (the same
  * as {@code RetryingHttpClient}, through {@link HttpClientRules}): network errors, timeouts, 5xx,
  * 429 and 503 are retried, other 4xx never; {@code X-Retry-Pushback-Ms} and {@code Retry-After}
- * (both forms) are obeyed; every attempt carries {@code X-Retry-Attempt}; POST and PATCH carry an
+ * (both forms) are obeyed; every attempt carries {@code X-Retry-Attempt} (and {@code
+ * X-Request-Deadline-Ms} when the policy bounds it: deadline or attempt timeout); POST and PATCH carry an
  * {@code Idempotency-Key} (the request's own or one made for the call), the same on every attempt.
  * Each attempt sends a {@link HttpRequest#copy() copy} of the request, with the same {@link Buffer}
  * body (replayable), so the caller's request is never changed. Responses are buffered by the
@@ -109,6 +110,10 @@ public final class RetryingWebClient implements AutoCloseable {
     return retry.executeCancellable(ownKey, (AttemptContext context, Future<Void> abandoned) -> {
       HttpRequest<T> attempt = request.copy()
           .putHeader(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
+      String deadline = HttpRetryRules.deadlineHeaderValue(context);
+      if (deadline != null) {
+        attempt.putHeader(HttpRetryRules.DEADLINE_HEADER, deadline);
+      }
       if (sendKey) {
         attempt.putHeader(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
       }

@@ -95,6 +95,7 @@ class VertxRetryTest {
       received.add(Map.of("method", req.method().name(),
           "attempt", String.valueOf(req.getHeader("X-Retry-Attempt")),
           "key", String.valueOf(req.getHeader("Idempotency-Key")),
+          "deadline", String.valueOf(req.headers().getAll("X-Request-Deadline-Ms")),
           "body", body.toString()));
       Consumer<HttpServerRequest> next = script.poll();
       if (next == null) {
@@ -212,6 +213,7 @@ class VertxRetryTest {
     assertSame(started.getKey(), completedOn.get(10, TimeUnit.SECONDS));
     assertEquals("1", received.get(0).get("attempt"));
     assertEquals("null", received.get(0).get("key"));
+    assertEquals("[]", received.get(0).get("deadline"), "no deadline, no attempt timeout: none sent");
     assertEquals(1, budget.firstAttempts.get());
     assertEquals(0, budget.acquires.get());
     assertEquals(List.of(RetryOutcome.SUCCESS + " 1"), recorder.outcomes(1));
@@ -232,6 +234,22 @@ class VertxRetryTest {
     assertEquals(List.of("1", "2", "3"), received.stream().map(m -> m.get("attempt")).toList());
     assertEquals(1, budget.firstAttempts.get());
     assertEquals(2, budget.acquires.get());
+  }
+
+  @Test
+  void everyAttemptCarriesTheTimeItIsWaitedFor() throws Exception {
+    script.add(status(503));
+    RetryPolicy timed = FAST.toBuilder().attemptTimeout(Duration.ofSeconds(4)).deadline(Duration.ofSeconds(8)).build();
+    RetryingWebClient http = http(RetryingWebClient.builder(vertx).policy(timed).budget(budget(0.1, 10)));
+    var started = onEventLoop(() -> http.send(get().putHeader("X-Request-Deadline-Ms", "999999"))).get(10, TimeUnit.SECONDS);
+    assertEquals(200, await(started.getValue()).statusCode());
+    assertEquals(2, received.size());
+    for (Map<String, String> r : received) {
+      String h = r.get("deadline");
+      assertTrue(h.matches("\\[\\d+\\]"), "one value per attempt, the caller's replaced: " + h);
+      long ms = Long.parseLong(h.substring(1, h.length() - 1));
+      assertTrue(ms > 0 && ms <= 4_000, "the attempt timeout cut to the deadline: " + received);
+    }
   }
 
   @Test

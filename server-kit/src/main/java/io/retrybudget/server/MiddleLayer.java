@@ -1,6 +1,7 @@
 package io.retrybudget.server;
 
 import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.retry.AttemptTimeoutException;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryPolicy;
@@ -10,12 +11,14 @@ import io.retrybudget.retry.http.RetryingHttpClient;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * Retry at the edge, suppress in the middle: a service that calls others marks itself a middle
@@ -27,6 +30,15 @@ import java.util.function.Consumer;
  * multiply the attempts: A → B → C with three attempts each is 27 calls at C; this makes it about
  * one plus the budget's ratio.
  *
+ * <p>Deadlines are propagated: an inbound {@code X-Request-Deadline-Ms} (how long the caller still
+ * waits, {@link #inbound(RequestView)}) bounds this layer's downstream call — its whole call, its
+ * retries included — to that time less {@link Builder#deadlineMargin} (for the way back up), as
+ * well as by the policy's own deadline; no downstream attempt starts that the time left cannot
+ * hold, every attempt tells the layer below what is left, and an inbound request whose deadline is
+ * already spent calls nothing ({@link Downstream.Reason#DEADLINE_EXCEEDED}). So a layer never
+ * retries for a caller who has stopped waiting, and its do-not-retry arrives while the caller
+ * still listens.
+ *
  * <p>Inbound retry headers are consumed here, never forwarded: the SDK's client numbers its own
  * attempts, and {@link #forwardable(String)} says which inbound headers may be copied downstream.
  * Uses the SDK's public {@link RetryingHttpClient} only.
@@ -34,7 +46,8 @@ import java.util.function.Consumer;
 public final class MiddleLayer implements AutoCloseable {
   /** Headers between layers that belong to one hop and are never copied downstream. */
   public static final Set<String> CONSUMED_HEADERS = Set.of(
-      "x-retry-attempt", "x-retry-pushback-ms", "retry-after", "idempotency-key", "idempotent-replayed",
+      "x-retry-attempt", "x-retry-pushback-ms", "x-request-deadline-ms", "retry-after", "idempotency-key",
+      "idempotent-replayed",
       // hop-by-hop (RFC 9110 7.6.1) and what the client sets itself
       "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection",
       "host", "content-length", "expect");
@@ -42,9 +55,28 @@ public final class MiddleLayer implements AutoCloseable {
   private final RetryingHttpClient retrying;
   private final RetryingHttpClient single;
   private final ServerKitListener listener;
+  private final long marginNanos;
+  private final long maxDeadlineMillis;
+  private final LongSupplier nanoClock;
+
+  /**
+   * What a middle layer needs to know of an inbound request: its attempt number
+   * ({@code X-Retry-Attempt}, 1 when absent or unreadable) and how long its caller still waits
+   * ({@code X-Request-Deadline-Ms}, -1 when absent or unreadable), read when it arrived
+   * ({@code receivedNanos}, on the layer's clock).
+   */
+  public record Inbound(int attempt, long deadlineMillis, long receivedNanos) {
+    /** Whether the caller gave a deadline. */
+    public boolean hasDeadline() {
+      return deadlineMillis >= 0;
+    }
+  }
 
   private MiddleLayer(Builder b) {
     this.listener = b.listener;
+    this.marginNanos = b.deadlineMargin.toNanos();
+    this.maxDeadlineMillis = b.maxInboundDeadline.toMillis();
+    this.nanoClock = b.nanoClock;
     this.retrying = client(b, b.policy);
     this.single = client(b, b.policy.toBuilder().maxAttempts(1).build());
   }
@@ -78,14 +110,55 @@ public final class MiddleLayer implements AutoCloseable {
   }
 
   /**
-   * Calls downstream for an inbound request with attempt number {@code inboundAttempt}. Never
-   * fails: a failure is a {@link Downstream} that says to suppress.
+   * Reads an inbound request's {@code X-Retry-Attempt} and {@code X-Request-Deadline-Ms} (hostile
+   * input: digits only, capped at {@link Builder#maxInboundDeadline}; garbage, lists and negatives
+   * read as no deadline) and notes when it arrived. Call it when the request arrives.
+   */
+  public Inbound inbound(RequestView request) {
+    long deadline = HttpRetryRules.parseDeadlineMillis(request.header(HttpRetryRules.DEADLINE_HEADER), maxDeadlineMillis);
+    return new Inbound(inboundAttempt(request), deadline, nanoClock.getAsLong());
+  }
+
+  /**
+   * The time the inbound request leaves its downstream call: its deadline less the time since it
+   * arrived and the margin; {@code null} when it gave none; zero or negative when spent.
+   */
+  public Duration timeLeft(Inbound inbound) {
+    if (!inbound.hasDeadline()) {
+      return null;
+    }
+    long elapsed = nanoClock.getAsLong() - inbound.receivedNanos();
+    return Duration.ofMillis(inbound.deadlineMillis()).minusNanos(elapsed).minusNanos(marginNanos);
+  }
+
+  /**
+   * Calls downstream for an inbound request with attempt number {@code inboundAttempt}, without a
+   * deadline from the caller. Never fails: a failure is a {@link Downstream} that says to suppress.
    */
   public <T> CompletableFuture<Downstream<T>> send(int inboundAttempt, HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    return send(inboundAttempt, null, request, handler);
+  }
+
+  /**
+   * Calls downstream for {@code inbound} ({@link #inbound(RequestView)}): one attempt when it is a
+   * retry, the whole call bounded by what its deadline leaves ({@link #timeLeft}); a spent deadline
+   * sends nothing and answers {@link Downstream.Reason#DEADLINE_EXCEEDED}. Never fails.
+   */
+  public <T> CompletableFuture<Downstream<T>> send(Inbound inbound, HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    Duration left = timeLeft(inbound);
+    if (left != null && (left.isNegative() || left.isZero())) {
+      return CompletableFuture.completedFuture(emit(new Downstream<>(null,
+          new AttemptTimeoutException(Duration.ofMillis(inbound.deadlineMillis())), Downstream.Reason.DEADLINE_EXCEEDED)));
+    }
+    return send(inbound.attempt(), left, request, handler);
+  }
+
+  private <T> CompletableFuture<Downstream<T>> send(int inboundAttempt, Duration deadline, HttpRequest request,
+      HttpResponse.BodyHandler<T> handler) {
     RetryingHttpClient client = inboundAttempt > 1 ? single : retrying;
     CompletableFuture<HttpResponse<T>> call;
     try {
-      call = client.sendAsync(request, handler);
+      call = client.sendAsync(request, handler, deadline);
     } catch (RuntimeException e) {
       return CompletableFuture.completedFuture(emit(new Downstream<>(null, e, Downstream.Reason.FAILED_AFTER_RETRIES)));
     }
@@ -129,6 +202,9 @@ public final class MiddleLayer implements AutoCloseable {
     private RetryBudget budget;
     private Consumer<RetryExecutor.Builder> executor;
     private ServerKitListener listener = ServerKitListener.NONE;
+    private Duration deadlineMargin = Duration.ofMillis(10);
+    private Duration maxInboundDeadline = Duration.ofMillis(HttpRetryRules.MAX_DEADLINE_MILLIS);
+    private LongSupplier nanoClock = System::nanoTime;
 
     private Builder(HttpClient http) {
       this.http = Objects.requireNonNull(http, "http must not be null");
@@ -153,6 +229,37 @@ public final class MiddleLayer implements AutoCloseable {
     /** A listener for metrics: suppressions by reason ({@code MicrometerServerKitMetrics}). */
     public Builder listener(ServerKitListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener must not be null");
+      return this;
+    }
+
+    /**
+     * What is taken off an inbound deadline for the answer's way back up (the hop, this layer's
+     * own work): the downstream call must end that much before the caller stops waiting, so its
+     * do-not-retry still reaches it. Default 10 ms; zero or more, under a minute.
+     */
+    public Builder deadlineMargin(Duration margin) {
+      if (margin == null || margin.isNegative() || margin.compareTo(Duration.ofMinutes(1)) >= 0) {
+        throw new IllegalArgumentException("deadlineMargin must be >= 0 and < 1 min, was " + margin);
+      }
+      this.deadlineMargin = margin;
+      return this;
+    }
+
+    /**
+     * The longest inbound {@code X-Request-Deadline-Ms} believed (a larger one is cut to it; the
+     * policy's own deadline, when shorter, binds anyway). Default 1 h; 1 ms to 1 h.
+     */
+    public Builder maxInboundDeadline(Duration max) {
+      if (max == null || max.toMillis() < 1 || max.toMillis() > HttpRetryRules.MAX_DEADLINE_MILLIS) {
+        throw new IllegalArgumentException("maxInboundDeadline must be 1 ms to 1 h, was " + max);
+      }
+      this.maxInboundDeadline = max;
+      return this;
+    }
+
+    /** The clock that inbound arrival and the time left are read on (tests); default System::nanoTime. */
+    public Builder nanoClock(LongSupplier clock) {
+      this.nanoClock = Objects.requireNonNull(clock, "nanoClock must not be null");
       return this;
     }
 

@@ -162,6 +162,119 @@ class ThreeLayerTest {
         + naive.cPerUser() + ", success-aware " + aware.cPerUser());
   }
 
+  /**
+   * C answers after 1 s; every caller (the user's client, A, B) gives each attempt 200 ms and has
+   * 3 attempts, budgets that would allow every retry (ratio 1, floor 100/s): only what the layers
+   * tell each other limits the calls. {@code margin} null: inbound deadlines ignored.
+   */
+  private Run slowWithEqualTimeouts(Duration margin, int users) {
+    RetryPolicy flat = THREE.toBuilder().attemptTimeout(Duration.ofMillis(200)).build();
+    java.util.function.Function<String, io.retrybudget.budget.RetryBudget> roomy = budgets(1.0, 100, false);
+    java.util.concurrent.atomic.AtomicLong slowness = new java.util.concurrent.atomic.AtomicLong(0);
+    Service c = closing(LayerDemo.backend(vertx, () -> 0.0, slowness::get, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), Mode.SUPPRESSED, flat, roomy.apply("c"), margin));
+    Service a = closing(LayerDemo.layer(vertx, b.uri(), Mode.SUPPRESSED, flat, roomy.apply("b"), margin));
+    RetryingHttpClient user = closing(LayerDemo.client(http, flat, roomy.apply("a")).build());
+    HttpRequest request = HttpRequest.newBuilder(a.uri().resolve("/work")).timeout(Duration.ofSeconds(20)).GET().build();
+    // warm-up with C healthy: connections, classes and budget scripts loaded before C turns slow
+    List<CompletableFuture<HttpResponse<String>>> warm = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      warm.add(user.sendAsync(request, HttpResponse.BodyHandlers.ofString()));
+    }
+    warm.forEach(f -> f.handle((r, e) -> null).join());
+    long c0 = c.calls();
+    long b0 = b.calls();
+    long a0 = a.calls();
+    slowness.set(1_000);
+    for (int wave = 0; wave < users / 10; wave++) {
+      List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        calls.add(user.sendAsync(request, HttpResponse.BodyHandlers.ofString()));
+      }
+      calls.forEach(f -> f.handle((r, e) -> null).join());
+    }
+    // a user that gave up may leave A's or B's call below still running: count once they ended
+    a.idle().join();
+    b.idle().join();
+    return new Run((c.calls() - c0) / (double) users, (b.calls() - b0) / (double) users, (a.calls() - a0) / (double) users, 0,
+        c.attemptHeaders());
+  }
+
+  @Test
+  void withEqualTimeoutsNoLayerRetriesPastItsCallersDeadlineWhenDeadlinesPropagate() {
+    // the user's 200 ms reach A as X-Request-Deadline-Ms; A gives B what is left less 50 ms, B gives C
+    // less again: B's attempt is cut with no time left for a retry, and so is A's. That holds however
+    // late the machine runs (the deadline, not a race, decides). Whether B's do-not-retry then reaches
+    // the user before the user's own 200 ms run out is timing: on this shared machine (load 13-20) a
+    // hop took 30-100 ms there and back, and calls at C per user request were 1.00-1.46
+    // (bench/layers measures it: LayersBench, "slow-flat").
+    Run propagated = slowWithEqualTimeouts(Duration.ofMillis(50), 50);
+    System.out.println("three layers, C slow, equal 200 ms timeouts, deadlines propagated: " + propagated);
+    assertTrue(propagated.cPerUser() >= 1.0, "every user request reached C: " + propagated.cPerUser());
+    assertEquals(propagated.aPerUser(), propagated.bPerUser(), 0.0001, "A made one call to B per inbound request");
+    assertEquals(propagated.bPerUser(), propagated.cPerUser(), 0.0001, "B made one call to C per inbound request");
+  }
+
+  @Test
+  void withEqualTimeoutsAndDeadlinesIgnoredTheMiddleRetriesForCallersWhoStoppedWaiting() {
+    // the control for the test above: the same services reading no inbound deadline; B retries C
+    // while A and the user have given up (seen: 2.8-13.8 calls at C per user request, 2.1-6.1 at B)
+    Run ignored = slowWithEqualTimeouts(null, 30);
+    System.out.println("three layers, C slow, equal 200 ms timeouts, deadlines ignored: " + ignored);
+    assertTrue(ignored.cPerUser() >= ignored.bPerUser() + 0.2, "B retried C: " + ignored);
+  }
+
+  @Test
+  void aLayerPassesOnWhatIsLeftOfTheInboundDeadlineAndCallsNothingOnceItIsSpent() throws Exception {
+    Service c = closing(LayerDemo.backend(vertx, 0.0, 0, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), Mode.SUPPRESSED, THREE, budget("c"), Duration.ofMillis(10)));
+    java.util.function.Function<String, HttpResponse<String>> get = deadline -> {
+      HttpRequest.Builder r = HttpRequest.newBuilder(b.uri().resolve("/work")).GET();
+      if (deadline != null) {
+        r.header("X-Request-Deadline-Ms", deadline);
+      }
+      try {
+        return http.send(r.build(), HttpResponse.BodyHandlers.ofString());
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    };
+    assertEquals(200, get.apply("5000").statusCode());
+    long passed = Long.parseLong(c.deadlineHeaders().get(0));
+    assertTrue(passed > 0 && passed <= 4_990, "what is left less the 10 ms margin: " + passed);
+    HttpResponse<String> spent = get.apply("0");
+    assertEquals(504, spent.statusCode());
+    assertEquals("-1", spent.headers().firstValue("X-Retry-Pushback-Ms").orElse(null));
+    assertTrue(spent.body().contains("deadline-exceeded"), spent.body());
+    assertEquals(1, c.calls(), "nothing is sent downstream for a caller who stopped waiting");
+    // hostile values read as no deadline (B's policy has none: nothing passed on); a huge one is capped
+    for (String garbage : List.of("-5", "abc", "10, 20", "1.5", "0x10", "")) {
+      assertEquals(200, get.apply(garbage).statusCode(), garbage);
+    }
+    assertEquals(200, get.apply("99999999999999999999999999").statusCode());
+    List<String> seen = c.deadlineHeaders();
+    assertEquals(List.of("", "", "", "", "", ""), seen.subList(1, 7), "garbage is not passed on: " + seen);
+    long capped = Long.parseLong(seen.get(7));
+    assertTrue(capped > 3_000_000 && capped <= 3_600_000, "capped at an hour: " + capped);
+  }
+
+  @Test
+  void aSlowDownstreamIsNotRetriedPastTheInboundDeadline() throws Exception {
+    // B would give C 3 attempts of 1 s; the caller waits 300 ms: one attempt, cut at 290 ms, no retry
+    RetryPolicy patient = THREE.toBuilder().attemptTimeout(Duration.ofSeconds(1)).build();
+    io.retrybudget.budget.RetryBudget roomy = budgets(1.0, 100, false).apply("c");
+    Service c = closing(LayerDemo.backend(vertx, 0.0, 2_000, 1));
+    Service b = closing(LayerDemo.layer(vertx, c.uri(), Mode.SUPPRESSED, patient, roomy, Duration.ofMillis(10)));
+    long start = System.nanoTime();
+    HttpResponse<String> r = http.send(HttpRequest.newBuilder(b.uri().resolve("/work"))
+        .header("X-Request-Deadline-Ms", "300").GET().build(), HttpResponse.BodyHandlers.ofString());
+    long tookMs = (System.nanoTime() - start) / 1_000_000;
+    assertEquals(502, r.statusCode());
+    assertEquals("-1", r.headers().firstValue("X-Retry-Pushback-Ms").orElse(null));
+    assertEquals(1, c.calls(), "no attempt starts that the inbound deadline cannot hold");
+    assertTrue(tookMs < 1_000, "answered when the caller's time ran out, not after B's 1 s attempt: " + tookMs + " ms");
+  }
+
   @Test
   void anInboundRetryCallsDownstreamOnceAndItsRetryHeaderIsNotForwarded() throws Exception {
     Service c = closing(LayerDemo.backend(vertx, 1.0, 0, 1));

@@ -44,19 +44,29 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class LayersBench {
   private LayersBench() {}
 
-  /** One configuration of the layers: the wiring, the budgets' ratio, success-aware or not, the attempts. */
-  record Variant(String label, Mode mode, double ratio, boolean adaptive, int attempts) {
+  /**
+   * One configuration of the layers: the wiring, the budgets' ratio, success-aware or not, the
+   * attempts, and (suppressed wirings) the middle layers' deadline margin in ms, -1 when they read
+   * no inbound deadline.
+   */
+  record Variant(String label, Mode mode, double ratio, boolean adaptive, int attempts, long marginMs) {
     String name() {
+      String deadlines = mode != Mode.SUPPRESSED ? "" : marginMs < 0 ? ", deadlines off" : ", margin " + marginMs + " ms";
       return switch (label) {
         case "NAIVE" -> "naive";
-        case "ADAPTIVE" -> "adaptive (ratio " + ratio + ", " + attempts + " attempts)";
-        default -> label.toLowerCase(java.util.Locale.ROOT) + " (ratio " + ratio + ")";
+        case "ADAPTIVE" -> "adaptive " + ratio + " x" + attempts + deadlines;
+        case "BUDGET_PER_LAYER" -> "budget per layer " + ratio;
+        default -> label.toLowerCase(java.util.Locale.ROOT) + " " + ratio + deadlines;
       };
+    }
+
+    Duration margin() {
+      return marginMs < 0 ? null : Duration.ofMillis(marginMs);
     }
   }
 
   record Result(String scenario, Variant variant, int users, int ok, long cCalls, long bCalls, long aCalls,
-      long throttledAtB, double[] cPerSecond) {
+      long throttledAtB, double[] cPerSecond, String load) {
     double cPerUser() {
       return cCalls / (double) users;
     }
@@ -83,15 +93,32 @@ public final class LayersBench {
         Duration.ofMillis(Long.parseLong(o.getOrDefault("throttle-window-ms", "10000"))),
         Long.parseLong(o.getOrDefault("seed", "42")));
     List<Variant> variants = new ArrayList<>();
-    variants.add(new Variant("NAIVE", Mode.NAIVE, 0, false, 3));
+    List<Long> margins = new ArrayList<>();
+    for (String m : o.getOrDefault("deadline-margins", "10").split(",")) {
+      margins.add(m.equals("off") ? -1L : Long.parseLong(m));
+    }
+    List<String> modes = List.of(o.getOrDefault("modes", "naive,budget,suppressed,adaptive").split(","));
+    if (modes.contains("naive")) {
+      variants.add(new Variant("NAIVE", Mode.NAIVE, 0, false, 3, -1));
+    }
     for (String r : o.getOrDefault("ratios", "0.1").split(",")) {
       double ratio = Double.parseDouble(r);
-      variants.add(new Variant("BUDGET_PER_LAYER", Mode.BUDGET_PER_LAYER, ratio, false, 3));
-      variants.add(new Variant("SUPPRESSED", Mode.SUPPRESSED, ratio, false, 3));
+      if (modes.contains("budget")) {
+        variants.add(new Variant("BUDGET_PER_LAYER", Mode.BUDGET_PER_LAYER, ratio, false, 3, -1));
+      }
+      for (long margin : margins) {
+        if (modes.contains("suppressed")) {
+          variants.add(new Variant("SUPPRESSED", Mode.SUPPRESSED, ratio, false, 3, margin));
+        }
+      }
     }
     double adaptiveRatio = Double.parseDouble(o.getOrDefault("adaptive-ratio", "0.5"));
     for (String n : o.getOrDefault("adaptive-attempts", "3,8").split(",")) {
-      variants.add(new Variant("ADAPTIVE", Mode.SUPPRESSED, adaptiveRatio, true, Integer.parseInt(n)));
+      for (long margin : margins) {
+        if (modes.contains("adaptive")) {
+          variants.add(new Variant("ADAPTIVE", Mode.SUPPRESSED, adaptiveRatio, true, Integer.parseInt(n), margin));
+        }
+      }
     }
     List<String> scenarios = List.of(o.getOrDefault("scenarios", "outage,partial,slow,slow-flat").split(","));
     Path out = Path.of(o.getOrDefault("out", "bench/results/layers"));
@@ -111,8 +138,8 @@ public final class LayersBench {
           Result r = run(scenario, v, settings, budgets);
           results.add(r);
           System.out.printf("%-8s %-40s: users %d, ok %.4f, calls at C per user request %.3f (B %.3f, A %.3f), "
-              + "throttled at B %d%n", scenario, v.name(), r.users(), r.success(), r.cPerUser(),
-              r.bCalls() / (double) r.users(), r.aCalls() / (double) r.users(), r.throttledAtB());
+              + "throttled at B %d, load %s%n", scenario, v.name(), r.users(), r.success(), r.cPerUser(),
+              r.bCalls() / (double) r.users(), r.aCalls() / (double) r.users(), r.throttledAtB(), r.load());
         }
       }
     }
@@ -178,8 +205,8 @@ public final class LayersBench {
       long delay = slow ? s.slowMs() : 0;
       java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean(s.healthySeconds() == 0);
       Service c = LayerDemo.backend(vertx, () -> failing.get() ? failure : 0.0, () -> failing.get() ? delay : 0, s.seed());
-      Service b = LayerDemo.layer(vertx, c.uri(), v.mode(), policy(scenario, v, s, "B"), budget.apply("c"));
-      Service a = LayerDemo.layer(vertx, b.uri(), v.mode(), policy(scenario, v, s, "A"), budget.apply("b"));
+      Service b = LayerDemo.layer(vertx, c.uri(), v.mode(), policy(scenario, v, s, "B"), budget.apply("c"), v.margin());
+      Service a = LayerDemo.layer(vertx, b.uri(), v.mode(), policy(scenario, v, s, "A"), budget.apply("b"), v.margin());
       closing.add(c);
       closing.add(b);
       closing.add(a);
@@ -230,6 +257,8 @@ public final class LayersBench {
       done.get(seconds + 60L, TimeUnit.SECONDS);
       sender.cancel(false);
       CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
+      a.idle().get(30, TimeUnit.SECONDS); // calls below of users who gave up: counted once they ended
+      b.idle().get(30, TimeUnit.SECONDS);
       sampler.cancel(false);
       int ok = 0;
       for (CompletableFuture<Boolean> f : measured) {
@@ -239,13 +268,23 @@ public final class LayersBench {
       int users = total - healthyUsers;
       return new Result(scenario, v, users, ok, c.calls() - Math.max(0, atFailure[0]), b.calls() - atFailure[1],
           a.calls() - atFailure[2], throttled,
-          java.util.Arrays.copyOf(perSecond, Math.min(perSecond.length, Math.max(1, second.get()))));
+          java.util.Arrays.copyOf(perSecond, Math.min(perSecond.length, Math.max(1, second.get()))), loadAverage());
     } finally {
       timer.shutdownNow();
       for (AutoCloseable cl : closing) {
         cl.close();
       }
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+
+  /** The 1, 5 and 15 minute load averages (/proc/loadavg), "?" where there is none. */
+  static String loadAverage() {
+    try {
+      String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+      return f[0] + " " + f[1] + " " + f[2];
+    } catch (IOException | RuntimeException e) {
+      return "?";
     }
   }
 
@@ -258,17 +297,22 @@ public final class LayersBench {
         + "retries/s, window 10 s, call timeout 500 ms; adaptive: retry throttle K 2, window %d ms, in front of the "
         + "fleet budget, at every caller%n", s.rate(), s.slowRate(), s.seconds(), s.healthySeconds(), s.slowMs(),
         s.attemptTimeout().toMillis(), s.floor(), s.throttleWindow().toMillis()));
-    summary.append(String.format("%-8s %-17s %6s %8s %7s %9s %10s %10s %10s %10s%n", "scenario", "mode", "ratio",
-        "attempts", "users", "success", "C/user", "B/user", "A/user", "throttled"));
-    StringBuilder csv = new StringBuilder("scenario,mode,ratio,attempts,second,c_calls\n");
+    summary.append("deadline margin: the middle layers' margin on an inbound X-Request-Deadline-Ms (ms; off: inbound "
+        + "deadlines ignored; - : no middle layers); load: the 1/5/15 min load averages when the mode ended (shared "
+        + "2-core machine)\n");
+    summary.append(String.format("%-9s %-17s %6s %8s %6s %7s %9s %10s %10s %10s %10s  %s%n", "scenario", "mode", "ratio",
+        "attempts", "margin", "users", "success", "C/user", "B/user", "A/user", "throttled", "load"));
+    StringBuilder csv = new StringBuilder("scenario,mode,ratio,attempts,margin,second,c_calls\n");
     for (Result r : results) {
       Variant v = r.variant();
-      summary.append(String.format("%-8s %-17s %6.2f %8d %7d %9.4f %10.3f %10.3f %10.3f %10d%n", r.scenario(), v.label(),
-          v.ratio(), v.attempts(), r.users(), r.success(), r.cPerUser(), r.bCalls() / (double) r.users(),
-          r.aCalls() / (double) r.users(), r.throttledAtB()));
+      String margin = v.mode() != Mode.SUPPRESSED ? "-" : v.marginMs() < 0 ? "off" : Long.toString(v.marginMs());
+      summary.append(String.format("%-9s %-17s %6.2f %8d %6s %7d %9.4f %10.3f %10.3f %10.3f %10d  %s%n", r.scenario(),
+          v.label(), v.ratio(), v.attempts(), margin, r.users(), r.success(), r.cPerUser(), r.bCalls() / (double) r.users(),
+          r.aCalls() / (double) r.users(), r.throttledAtB(), r.load()));
       for (int sec = 0; sec < r.cPerSecond().length; sec++) {
         csv.append(r.scenario()).append(',').append(v.label()).append(',').append(v.ratio()).append(',')
-            .append(v.attempts()).append(',').append(sec + 1).append(',').append((long) r.cPerSecond()[sec]).append('\n');
+            .append(v.attempts()).append(',').append(v.marginMs()).append(',').append(sec + 1).append(',')
+            .append((long) r.cPerSecond()[sec]).append('\n');
       }
     }
     Files.writeString(Path.of(out + "-summary.txt"), summary);
@@ -305,18 +349,19 @@ public final class LayersBench {
     List<String> scenarios = new ArrayList<>();
     for (String line : Files.readAllLines(Path.of(out + "-c-load.csv")).subList(1, Files.readAllLines(Path.of(out + "-c-load.csv")).size())) {
       String[] f = line.split(",");
-      String key = f[0] + "," + f[1] + "," + f[2] + "," + f[3];
+      String key = f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4];
       if (!scenarios.contains(f[0])) {
         scenarios.add(f[0]);
       }
       Mode mode = f[1].equals("ADAPTIVE") ? Mode.SUPPRESSED : Mode.valueOf(f[1]);
-      variants.putIfAbsent(key, new Variant(f[1], mode, Double.parseDouble(f[2]), f[1].equals("ADAPTIVE"), Integer.parseInt(f[3])));
-      values.computeIfAbsent(key, k -> new ArrayList<>()).add(Double.parseDouble(f[5]));
+      variants.putIfAbsent(key, new Variant(f[1], mode, Double.parseDouble(f[2]), f[1].equals("ADAPTIVE"),
+          Integer.parseInt(f[3]), Long.parseLong(f[4])));
+      values.computeIfAbsent(key, k -> new ArrayList<>()).add(Double.parseDouble(f[6]));
     }
     List<Result> results = new ArrayList<>();
     for (var e : values.entrySet()) {
       double[] perSecond = e.getValue().stream().mapToDouble(Double::doubleValue).toArray();
-      results.add(new Result(e.getKey().split(",")[0], variants.get(e.getKey()), 1, 0, 0, 0, 0, 0, perSecond));
+      results.add(new Result(e.getKey().split(",")[0], variants.get(e.getKey()), 1, 0, 0, 0, 0, 0, perSecond, "?"));
     }
     charts(out, results, s, scenarios);
   }
@@ -327,7 +372,8 @@ public final class LayersBench {
       if (args[i].equals("--help")) {
         System.out.println("options: --rate 100 --slow-rate 20 --seconds 10 --healthy-seconds 0 --partial-failure 0.3 "
             + "--ratios 0.1[,0.5] --adaptive-ratio 0.5 --adaptive-attempts 3,8 --throttle-window-ms 10000 --floor 1 "
-            + "--slow-ms 1000 --attempt-timeout-ms 200 --scenarios outage,partial,slow,slow-flat --seed 42 --out bench/results/layers");
+            + "--slow-ms 1000 --attempt-timeout-ms 200 --scenarios outage,partial,slow,slow-flat --seed 42 "
+            + "--deadline-margins 10[,off,30] --modes naive,budget,suppressed,adaptive --out bench/results/layers");
         System.exit(0);
       }
       if (!args[i].startsWith("--") || i + 1 >= args.length) {

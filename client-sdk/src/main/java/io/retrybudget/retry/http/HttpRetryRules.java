@@ -12,15 +12,70 @@ import java.util.function.UnaryOperator;
 
 /**
  * HTTP's retry rules as pure functions: which statuses are worth another attempt, which methods are
- * idempotent, and what delay a server asked for (Retry-After, X-Retry-Pushback-Ms).
+ * idempotent, what delay a server asked for (Retry-After, X-Retry-Pushback-Ms), and how long an
+ * attempt's answer is waited for ({@code X-Request-Deadline-Ms}).
  */
 public final class HttpRetryRules {
   public static final String RETRY_ATTEMPT_HEADER = "X-Retry-Attempt";
+  /**
+   * Sent on every attempt whose answer is waited for a bounded time (the call has a deadline or
+   * the policy an attempt timeout): the whole milliseconds left, {@code X-Request-Deadline-Ms: 187}
+   * — the attempt timeout cut to what the call's deadline leaves, at the moment the attempt is
+   * sent. Relative, so the clocks of client and server need not agree. A server does not work
+   * past it, and calls its own dependencies with a deadline no later than it (server-kit's
+   * {@code MiddleLayer}).
+   */
+  public static final String DEADLINE_HEADER = "X-Request-Deadline-Ms";
+  /** The most milliseconds {@link #parseDeadlineMillis} returns: one hour. */
+  public static final long MAX_DEADLINE_MILLIS = 3_600_000L;
   public static final String PUSHBACK_HEADER = "X-Retry-Pushback-Ms";
   public static final String IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
   private static final Set<String> IDEMPOTENT_METHODS = Set.of("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE");
 
   private HttpRetryRules() {}
+
+  /**
+   * The {@link #DEADLINE_HEADER} value an attempt carries: the whole milliseconds its answer is
+   * still waited for; null when it is waited for without bound (then no header is sent).
+   */
+  public static String deadlineHeaderValue(io.retrybudget.retry.AttemptContext context) {
+    return context.hasDeadline() ? Long.toString(context.remainingMillis()) : null;
+  }
+
+  /**
+   * Reads an inbound {@link #DEADLINE_HEADER} value as hostile input: 1 to 18 ASCII digits (an
+   * optional leading {@code +} and surrounding whitespace allowed), capped at {@code capMillis}.
+   * Returns -1 — "no deadline given" — for null, empty, a negative number, a fraction, a list
+   * ({@code 10, 20}), letters or anything else; a number too long for a long is capped. Zero means
+   * the caller has already given up.
+   *
+   * @param capMillis the largest deadline believed, positive (at most {@link #MAX_DEADLINE_MILLIS} is sensible)
+   */
+  public static long parseDeadlineMillis(String value, long capMillis) {
+    if (capMillis <= 0) {
+      throw new IllegalArgumentException("capMillis must be positive, was " + capMillis);
+    }
+    if (value == null) {
+      return -1;
+    }
+    String v = value.strip();
+    int from = v.startsWith("+") ? 1 : 0;
+    int digits = v.length() - from;
+    if (digits <= 0 || digits > 64) {
+      return -1;
+    }
+    for (int i = from; i < v.length(); i++) {
+      char c = v.charAt(i);
+      if (c < '0' || c > '9') {
+        return -1;
+      }
+    }
+    if (digits > 18) {
+      return capMillis; // all digits, more than a long holds: as large as believed
+    }
+    long ms = Long.parseLong(v.substring(from));
+    return Math.min(ms, capMillis);
+  }
 
   /** 5xx (503 included) and 429 are retried; other 4xx never. */
   public static boolean isRetryableStatus(int status) {

@@ -20,7 +20,8 @@ import java.util.function.Consumer;
 /**
  * {@link HttpClient} with retries done right: network errors, timeouts, 5xx, 429 and 503 are
  * retried, other 4xx never; Retry-After and {@code X-Retry-Pushback-Ms} are obeyed; every attempt
- * carries {@code X-Retry-Attempt}; POST and PATCH are retried only with an {@code Idempotency-Key}
+ * carries {@code X-Retry-Attempt}, and {@code X-Request-Deadline-Ms} when the policy has a deadline
+ * or an attempt timeout; POST and PATCH are retried only with an {@code Idempotency-Key}
  * (the request's own, or one made for the call), the same on every attempt. When retries run out,
  * the last response is returned as the server gave it.
  *
@@ -67,6 +68,19 @@ public final class RetryingHttpClient implements AutoCloseable {
   }
 
   public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request, HttpResponse.BodyHandler<T> handler) {
+    return sendAsync(request, handler, null);
+  }
+
+  /**
+   * As {@link #sendAsync(HttpRequest, HttpResponse.BodyHandler)}, the whole call bounded by
+   * {@code deadline} from now as well as by the policy's own deadline, whichever is earlier (null:
+   * the policy's alone). For a server that passes its caller's deadline on: no attempt starts that
+   * the time left cannot hold, and every attempt carries what is left in
+   * {@code X-Request-Deadline-Ms}. Zero or negative: the call fails at once with
+   * {@code AttemptTimeoutException}, nothing sent.
+   */
+  public <T> CompletableFuture<HttpResponse<T>> sendAsync(HttpRequest request, HttpResponse.BodyHandler<T> handler,
+      java.time.Duration deadline) {
     Objects.requireNonNull(request, "request must not be null");
     Objects.requireNonNull(handler, "handler must not be null");
     boolean safe = HttpRetryRules.isIdempotentMethod(request.method());
@@ -76,7 +90,7 @@ public final class RetryingHttpClient implements AutoCloseable {
     // a random first replica per call spreads load; each later attempt or hedge takes the next one
     int offset = replicas.isEmpty() ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size());
     DiscardedResponses<T> discarded = new DiscardedResponses<>();
-    CompletableFuture<HttpResponse<T>> call = executor.callAsync(ownKey, (AttemptContext context) -> {
+    CompletableFuture<HttpResponse<T>> call = executor.callAsync(ownKey, deadline, (AttemptContext context) -> {
       CompletableFuture<HttpResponse<T>> sent = http.sendAsync(attempt(request, context, sendKey, offset), handler);
       sent.whenComplete((response, error) -> discarded.arrived(response));
       return sent; // itself, not a dependent: cancelling it (a losing hedge) aborts the exchange
@@ -168,13 +182,18 @@ public final class RetryingHttpClient implements AutoCloseable {
   }
 
   private HttpRequest attempt(HttpRequest request, AttemptContext context, boolean sendKey, int offset) {
+    String deadline = HttpRetryRules.deadlineHeaderValue(context);
     HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) ->
         !name.equalsIgnoreCase(HttpRetryRules.RETRY_ATTEMPT_HEADER)
+            && !(deadline != null && name.equalsIgnoreCase(HttpRetryRules.DEADLINE_HEADER))
             && !(sendKey && name.equalsIgnoreCase(HttpRetryRules.IDEMPOTENCY_KEY_HEADER)));
     if (!replicas.isEmpty()) {
       b.uri(onReplica(request.uri(), replicas.get((offset + context.replica()) % replicas.size())));
     }
     b.header(HttpRetryRules.RETRY_ATTEMPT_HEADER, Integer.toString(context.attempt()));
+    if (deadline != null) {
+      b.header(HttpRetryRules.DEADLINE_HEADER, deadline);
+    }
     if (sendKey) {
       b.header(HttpRetryRules.IDEMPOTENCY_KEY_HEADER, context.idempotencyKey());
     }

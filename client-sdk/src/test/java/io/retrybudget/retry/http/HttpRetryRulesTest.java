@@ -3,6 +3,7 @@ package io.retrybudget.retry.http;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Clock;
@@ -43,5 +44,20 @@ class HttpRetryRulesTest {
     assertNull(HttpRetryRules.parseRetryAfter("-5", clock));
     assertNull(HttpRetryRules.parseRetryAfter("", clock));
     assertNull(HttpRetryRules.parseRetryAfter("99999999999999999999999", clock));
+  }
+
+  @Test
+  void anInboundDeadlineIsReadAsHostileInput() {
+    assertEquals(187, HttpRetryRules.parseDeadlineMillis("187", 3_600_000));
+    assertEquals(187, HttpRetryRules.parseDeadlineMillis(" +187 ", 3_600_000));
+    assertEquals(0, HttpRetryRules.parseDeadlineMillis("0", 3_600_000));
+    assertEquals(5_000, HttpRetryRules.parseDeadlineMillis("5001", 5_000), "capped");
+    assertEquals(5_000, HttpRetryRules.parseDeadlineMillis("9".repeat(40), 5_000), "too long for a long: capped");
+    assertEquals(5_000, HttpRetryRules.parseDeadlineMillis("9223372036854775807", 5_000));
+    for (String garbage : new String[] {null, "", " ", "-1", "-0", "+", "1.5", "1e3", "10, 20", "0x10", "12ms", "١٢",
+        "9".repeat(65), "\u0000"}) {
+      assertEquals(-1, HttpRetryRules.parseDeadlineMillis(garbage, 5_000), "no deadline: " + garbage);
+    }
+    assertThrows(IllegalArgumentException.class, () -> HttpRetryRules.parseDeadlineMillis("1", 0));
   }
 }

@@ -38,6 +38,7 @@ class RetryingHttpClientTest {
   private final AtomicInteger hits = new AtomicInteger();
   private final List<String> attemptHeaders = Collections.synchronizedList(new ArrayList<>());
   private final List<String> keyHeaders = Collections.synchronizedList(new ArrayList<>());
+  private final List<String> deadlineHeaders = Collections.synchronizedList(new ArrayList<>());
   private final CountDownLatch release = new CountDownLatch(1);
   private final ConcurrentLinkedQueue<Long> delays = new ConcurrentLinkedQueue<>();
   private HttpClient http;
@@ -51,6 +52,7 @@ class RetryingHttpClientTest {
       int n = hits.getAndIncrement();
       attemptHeaders.add(ex.getRequestHeaders().getFirst("X-Retry-Attempt"));
       keyHeaders.add(ex.getRequestHeaders().getFirst("Idempotency-Key"));
+      deadlineHeaders.add(String.valueOf(ex.getRequestHeaders().get("X-Request-Deadline-Ms")));
       String[] plan = ex.getRequestURI().getPath().substring("/script/".length()).split(",");
       String step = plan[Math.min(n, plan.length - 1)];
       answer(ex, step);
@@ -130,6 +132,43 @@ class RetryingHttpClientTest {
     HttpResponse<String> r = get(client(fast(3)).build(), "500,502,200");
     assertEquals(200, r.statusCode());
     assertEquals(List.of("1", "2", "3"), attemptHeaders);
+  }
+
+  @Test
+  void everyAttemptCarriesTheTimeItIsWaitedForAndOnlyOneDeadlineHeader() throws Exception {
+    RetryPolicy timed = fast(3).toBuilder().attemptTimeout(Duration.ofSeconds(4)).deadline(Duration.ofSeconds(8)).build();
+    HttpRequest own = HttpRequest.newBuilder(uri("500,502,200")).header("X-Request-Deadline-Ms", "999999").GET().build();
+    HttpResponse<String> r = client(timed).build().send(own, HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, r.statusCode());
+    assertEquals(3, deadlineHeaders.size());
+    for (String h : deadlineHeaders) {
+      assertTrue(h.matches("\\[\\d+\\]"), "one value per attempt, the caller's replaced: " + deadlineHeaders);
+      long ms = Long.parseLong(h.substring(1, h.length() - 1));
+      assertTrue(ms > 0 && ms <= 4_000, "the attempt timeout cut to the deadline: " + deadlineHeaders);
+    }
+  }
+
+  @Test
+  void anUnboundedCallSendsNoDeadlineAndAPerCallDeadlineIsSent() throws Exception {
+    assertEquals(200, get(client(fast(3)).build(), "200").statusCode());
+    assertEquals(List.of("null"), deadlineHeaders);
+    deadlineHeaders.clear();
+    hits.set(0);
+    RetryingHttpClient c = client(fast(3).toBuilder().deadline(Duration.ofSeconds(30)).build()).build();
+    HttpResponse<String> r = c.sendAsync(HttpRequest.newBuilder(uri("503,200")).GET().build(),
+        HttpResponse.BodyHandlers.ofString(), Duration.ofMillis(5_000)).get(10, TimeUnit.SECONDS);
+    assertEquals(200, r.statusCode());
+    assertEquals(2, deadlineHeaders.size());
+    for (String h : deadlineHeaders) {
+      long ms = Long.parseLong(h.substring(1, h.length() - 1));
+      assertTrue(ms > 0 && ms <= 5_000, "the call's 5 s, not the policy's 30 s: " + deadlineHeaders);
+    }
+    hits.set(0);
+    java.util.concurrent.ExecutionException spent = assertThrows(java.util.concurrent.ExecutionException.class,
+        () -> c.sendAsync(HttpRequest.newBuilder(uri("200")).GET().build(), HttpResponse.BodyHandlers.ofString(),
+            Duration.ZERO).get(10, TimeUnit.SECONDS));
+    assertTrue(spent.getCause() instanceof io.retrybudget.retry.AttemptTimeoutException, spent.toString());
+    assertEquals(0, hits.get(), "nothing is sent once the deadline is spent");
   }
 
   @Test

@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;
@@ -35,6 +36,9 @@ import java.util.function.LongSupplier;
 public final class LayerDemo {
   private LayerDemo() {}
 
+  /** How many inbound deadline headers a service keeps ({@link Service#deadlineHeaders()}). */
+  public static final int KEPT = 10_000;
+
   public enum Mode {
     /** Every layer retries its own way, no budget, and passes failures up as plain 503s. */
     NAIVE,
@@ -44,17 +48,53 @@ public final class LayerDemo {
     SUPPRESSED
   }
 
+  /** Calls of a layer whose downstream call has not ended yet; completes waiters when none is left. */
+  static final class Busy {
+    private long running;
+    private final List<CompletableFuture<Void>> waiters = new java.util.ArrayList<>();
+
+    synchronized void begin() {
+      running++;
+    }
+
+    void end() {
+      List<CompletableFuture<Void>> done;
+      synchronized (this) {
+        if (--running > 0 || waiters.isEmpty()) {
+          return;
+        }
+        done = List.copyOf(waiters);
+        waiters.clear();
+      }
+      done.forEach(w -> w.complete(null));
+    }
+
+    synchronized CompletableFuture<Void> idle() {
+      if (running == 0) {
+        return CompletableFuture.completedFuture(null);
+      }
+      CompletableFuture<Void> w = new CompletableFuture<>();
+      waiters.add(w);
+      return w;
+    }
+  }
+
   /** A running service: its port and how many calls it received. */
   public static final class Service implements AutoCloseable {
     private final HttpServer server;
     private final AtomicLong calls;
     private final Map<String, AtomicLong> attemptHeaders;
+    private final java.util.Queue<String> deadlineHeaders;
     private final AutoCloseable client;
+    private final Busy busy;
 
-    Service(HttpServer server, AtomicLong calls, Map<String, AtomicLong> attemptHeaders, AutoCloseable client) {
+    Service(HttpServer server, AtomicLong calls, Map<String, AtomicLong> attemptHeaders,
+        java.util.Queue<String> deadlineHeaders, AutoCloseable client, Busy busy) {
+      this.busy = busy;
       this.server = server;
       this.calls = calls;
       this.attemptHeaders = attemptHeaders;
+      this.deadlineHeaders = deadlineHeaders;
       this.client = client;
     }
 
@@ -77,6 +117,22 @@ public final class LayerDemo {
       return m;
     }
 
+    /**
+     * The inbound {@code X-Request-Deadline-Ms} values of the first {@value #KEPT} calls, in
+     * arrival order ("" when absent; several field lines joined by a comma).
+     */
+    public List<String> deadlineHeaders() {
+      return List.copyOf(deadlineHeaders);
+    }
+
+    /**
+     * Completes once no call of this layer has a downstream call running (at once for a backend):
+     * its counts of calls made below are then final for the calls it received so far.
+     */
+    public CompletableFuture<Void> idle() {
+      return busy == null ? CompletableFuture.completedFuture(null) : busy.idle();
+    }
+
     @Override
     public void close() throws Exception {
       server.close().await();
@@ -95,11 +151,13 @@ public final class LayerDemo {
   public static Service backend(Vertx vertx, DoubleSupplier failureRate, LongSupplier delay, long seed) {
     AtomicLong calls = new AtomicLong();
     Map<String, AtomicLong> attempts = new ConcurrentHashMap<>();
+    java.util.Queue<String> deadlines = new java.util.concurrent.ConcurrentLinkedQueue<>();
     SplittableRandom random = new SplittableRandom(seed);
     Router router = Router.router(vertx);
     router.get("/work").handler(ctx -> {
       calls.incrementAndGet();
       count(attempts, ctx);
+      keep(deadlines, ctx);
       boolean fail;
       synchronized (random) {
         fail = random.nextDouble() < failureRate.getAsDouble();
@@ -119,7 +177,7 @@ public final class LayerDemo {
       }
     });
     HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
-    return new Service(server, calls, attempts, null);
+    return new Service(server, calls, attempts, deadlines, null, null);
   }
 
   /**
@@ -127,20 +185,39 @@ public final class LayerDemo {
    * (and {@code budget} unless {@link Mode#NAIVE}; may be null there).
    */
   public static Service layer(Vertx vertx, URI downstream, Mode mode, RetryPolicy policy, RetryBudget budget) {
+    return layer(vertx, downstream, mode, policy, budget, Duration.ofMillis(10));
+  }
+
+  /**
+   * As {@link #layer(Vertx, URI, Mode, RetryPolicy, RetryBudget)}; in {@link Mode#SUPPRESSED} the
+   * inbound {@code X-Request-Deadline-Ms} is propagated with {@code deadlineMargin}
+   * ({@link MiddleLayer.Builder#deadlineMargin}), null: not at all (inbound deadlines ignored, the
+   * layer's own policy alone).
+   */
+  public static Service layer(Vertx vertx, URI downstream, Mode mode, RetryPolicy policy, RetryBudget budget,
+      Duration deadlineMargin) {
     AtomicLong calls = new AtomicLong();
     Map<String, AtomicLong> attempts = new ConcurrentHashMap<>();
+    java.util.Queue<String> deadlines = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    Busy busy = new Busy();
     HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(2)).build();
     HttpRequest request = HttpRequest.newBuilder(downstream.resolve("/work")).timeout(Duration.ofSeconds(10)).GET().build();
     Router router = Router.router(vertx);
     AutoCloseable closeable;
     if (mode == Mode.SUPPRESSED) {
-      MiddleLayer middle = MiddleLayer.builder(http).policy(policy).budget(budget).build();
+      MiddleLayer middle = MiddleLayer.builder(http).policy(policy).budget(budget)
+          .deadlineMargin(deadlineMargin == null ? Duration.ZERO : deadlineMargin).build();
       closeable = middle;
       router.get("/work").handler(ctx -> {
         calls.incrementAndGet();
         count(attempts, ctx);
-        int inbound = MiddleLayer.inboundAttempt(VertxIdempotency.view(ctx));
+        keep(deadlines, ctx);
+        MiddleLayer.Inbound read = middle.inbound(VertxIdempotency.view(ctx)); // attempt and deadline
+        MiddleLayer.Inbound inbound = deadlineMargin == null
+            ? new MiddleLayer.Inbound(read.attempt(), -1, read.receivedNanos()) : read;
+        busy.begin();
         Future.fromCompletionStage(middle.send(inbound, request, HttpResponse.BodyHandlers.ofString()), ctx.vertx().getOrCreateContext())
+            .onComplete(ended -> busy.end())
             .onSuccess(d -> {
               if (d.suppress()) {
                 VertxIdempotency.write(ctx.response(), d.suppressedAnswer());
@@ -156,7 +233,10 @@ public final class LayerDemo {
       router.get("/work").handler(ctx -> {
         calls.incrementAndGet();
         count(attempts, ctx);
+        keep(deadlines, ctx);
+        busy.begin();
         Future.fromCompletionStage(client.sendAsync(request, HttpResponse.BodyHandlers.ofString()), ctx.vertx().getOrCreateContext())
+            .onComplete(ended -> busy.end())
             .onComplete(done -> {
               if (done.succeeded() && done.result().statusCode() == 200) {
                 ctx.response().end(done.result().body());
@@ -167,7 +247,7 @@ public final class LayerDemo {
       });
     }
     HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
-    return new Service(server, calls, attempts, closeable);
+    return new Service(server, calls, attempts, deadlines, closeable, busy);
   }
 
   /**
@@ -183,6 +263,12 @@ public final class LayerDemo {
       }
     }
     return b;
+  }
+
+  private static void keep(java.util.Queue<String> deadlines, RoutingContext ctx) {
+    if (deadlines.size() < KEPT) {
+      deadlines.add(String.join(",", ctx.request().headers().getAll("X-Request-Deadline-Ms")));
+    }
   }
 
   private static void count(Map<String, AtomicLong> attempts, RoutingContext ctx) {
