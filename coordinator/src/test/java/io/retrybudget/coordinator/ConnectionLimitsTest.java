@@ -378,7 +378,7 @@ class ConnectionLimitsTest {
     try (RawHttp m = new RawHttp(c.port())) {
       metrics = m.send("GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").read().body();
     }
-    Matcher x = Pattern.compile("retry_budget_http_connections_closed_total\\{reason=\"" + reason + "\"} ([0-9.eE+]+)")
+    Matcher x = Pattern.compile("retry_budget_http_connections_closed_total\\{listener=\"api\",reason=\"" + reason + "\"} ([0-9.eE+]+)")
         .matcher(metrics);
     return x.find() ? Double.parseDouble(x.group(1)) : -1;
   }
