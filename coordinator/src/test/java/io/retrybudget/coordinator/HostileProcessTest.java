@@ -110,8 +110,13 @@ class HostileProcessTest {
           idle.pump(500);
           System.out.println("idle connected at " + prober.at() + " ms");
           assertEquals(0, idle.connectFailures, "every attempt was accepted (then evicted or kept)");
-          int held = HostileAttacks.serverConnections(management);
-          assertTrue(held > 0 && held <= HttpLimits.DEFAULT_MAX_CONNECTIONS, held + " connections held: at most the cap");
+          // read on the management port, which answers while evictions are still closing (an evicted
+          // connection counts until its close has run): what the server holds settles at the cap
+          long[] held = {-1};
+          Eventually.await("the connections held settle at the cap or below", Duration.ofSeconds(10), () -> {
+            held[0] = HostileAttacks.serverConnections(management);
+            return held[0] > 0 && held[0] <= HttpLimits.DEFAULT_MAX_CONNECTIONS;
+          });
           // what the attacker still sees open beyond the cap waits in the kernel's accept queue (backlog)
           assertTrue(idle.closedByServer >= 20_000 - HttpLimits.DEFAULT_MAX_CONNECTIONS - 4_200,
               idle.closedByServer + " closed by the server");
