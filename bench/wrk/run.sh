@@ -10,6 +10,8 @@
 # Nothing is cached: every HTTP request runs one script in Redis (checked: EVALSHA calls = requests).
 set -euo pipefail
 REDIS_PORT=${REDIS_PORT:-6390}; HTTP_PORT=${HTTP_PORT:-8091}; TOKEN=${COORDINATOR_TOKEN:-bench}
+# the management listener (builds before it ignore the variable); never the default 9091 another run may hold
+MANAGEMENT_PORT=${MANAGEMENT_PORT:-$((HTTP_PORT + 100))}
 REDIS_CPU=${REDIS_CPU:-1}; COORD_CPU=${COORD_CPU:-0}; WRK_CPU=${WRK_CPU:-1}
 DURATION=${DURATION:-20s}; CONNS=${CONNS:-4 8 16 32}; WARMUP=${WARMUP:-30s}; N=${N:-200000}
 OUT=${OUT:-bench/results/wrk}
@@ -30,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 50); do $RC ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-REDIS_URL=redis://127.0.0.1:$REDIS_PORT COORDINATOR_PORT=$HTTP_PORT COORDINATOR_TOKEN=$TOKEN \
+REDIS_URL=redis://127.0.0.1:$REDIS_PORT COORDINATOR_PORT=$HTTP_PORT COORDINATOR_MANAGEMENT_PORT=$MANAGEMENT_PORT COORDINATOR_TOKEN=$TOKEN \
   taskset -c "$COORD_CPU" java -XX:+ExitOnOutOfMemoryError ${JAVA_OPTS:-} -jar "$JAR" >"$OUT-coordinator.log" 2>&1 &
 COORD_PID=$!
 for _ in $(seq 100); do curl -sf "$URL/health/ready" >/dev/null && break; sleep 0.2; done

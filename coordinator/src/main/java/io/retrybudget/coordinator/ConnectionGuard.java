@@ -29,6 +29,8 @@ import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.json.JsonObject;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.EnumMap;
 import java.util.Iterator;
@@ -53,6 +55,8 @@ import java.util.logging.Logger;
  *       its headers, or one answered and lingering), else the one busy longest if that is over
  *       {@link #BUSY_EVICTABLE_MILLIS}; only when every request started within that is the new one
  *       closed at once, before Vert.x sees it;</li>
+ *   <li>at most {@link HttpLimits#maxConnectionsPerIp()} open connections from one client address
+ *       (when set): one more is closed at once, before it counts against the cap or evicts anyone;</li>
  *   <li>at most {@link #MAX_REQUESTS_PER_CONNECTION} requests per connection, and one deadline for
  *       a pipelined run of answers (not one per answer);</li>
  *   <li>one deadline per connection for the phase it is in: headers (from the accept or the first
@@ -102,7 +106,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   static final long PROBE_HEADER_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   enum Reason {
-    REFUSED, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
+    REFUSED, PER_IP_LIMIT, EVICTED, HEADER_TIMEOUT, BODY_TIMEOUT, RESPONSE_TIMEOUT, IDLE_TIMEOUT;
 
     String tag() {
       return name().toLowerCase(java.util.Locale.ROOT);
@@ -138,17 +142,29 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private io.netty.util.concurrent.EventExecutor sweeper;
   private boolean backlogPass;
   private volatile int mostExpiring;
+  /**
+   * Open connections by client address, when {@link HttpLimits#maxConnectionsPerIp()} is set: an
+   * address is here while it has an open connection, so there are at most as many entries as
+   * connections.
+   */
+  private final ConcurrentHashMap<InetAddress, Integer> perAddress = new ConcurrentHashMap<>();
 
-  ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry) {
+  /**
+   * @param listener the {@code listener} tag of this guard's meters: {@code api} or
+   *     {@code management} (each listener has a guard of its own)
+   */
+  ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry, String listener) {
     this.limits = limits;
     this.serverOptions = serverOptions;
     this.headerNanos = TimeUnit.MILLISECONDS.toNanos(limits.headerTimeoutMillis());
     this.bodyNanos = TimeUnit.MILLISECONDS.toNanos(limits.bodyTimeoutMillis());
     this.idleNanos = TimeUnit.MILLISECONDS.toNanos(limits.idleTimeoutMillis());
-    Gauge.builder("retry.budget.http.connections", open, AtomicInteger::get)
-        .description("Open HTTP connections (at most COORDINATOR_MAX_CONNECTIONS)").register(registry);
+    Gauge.builder("retry.budget.http.connections", open, AtomicInteger::get).tag("listener", listener)
+        .description("Open HTTP connections (at most COORDINATOR_MAX_CONNECTIONS on the API listener, "
+            + "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS on the management listener)").register(registry);
     for (Reason r : Reason.values()) {
       closed.put(r, Counter.builder("retry.budget.http.connections.closed").tag("reason", r.tag())
+          .tag("listener", listener)
           .description("HTTP connections the coordinator closed to protect itself, by reason").register(registry));
     }
   }
@@ -188,6 +204,12 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
     Channel child = (Channel) msg;
+    InetAddress address = limits.maxConnectionsPerIp() > 0 ? addressOf(child) : null;
+    if (address != null && !admitFrom(address)) {
+      closed.get(Reason.PER_IP_LIMIT).increment();
+      child.unsafe().closeForcibly();
+      return;
+    }
     // an evicted connection still closing no longer counts: the accept gating below bounds how many
     // can be closing at once, so descriptors stay within the cap plus a few dozen
     int now = open.get() - evicting.get();
@@ -195,6 +217,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     if (now >= limits.maxConnections() && !evictLongestWaiting()) {
       if (reserved.get() >= limits.probeReserve()) {
         closed.get(Reason.REFUSED).increment();
+        if (address != null) {
+          release(address);
+        }
         child.unsafe().closeForcibly();
         return;
       }
@@ -216,6 +241,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     all.add(c);
     c.toWaiting();
     child.closeFuture().addListener(f -> {
+      if (address != null) {
+        release(address);
+      }
       open.decrementAndGet();
       if (c.probeOnly) {
         reserved.decrementAndGet();
@@ -228,6 +256,31 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     });
     child.pipeline().addFirst("rb-raw", c.raw);
     ctx.fireChannelRead(child);
+  }
+
+  private static InetAddress addressOf(Channel child) {
+    return child.remoteAddress() instanceof InetSocketAddress a ? a.getAddress() : null;
+  }
+
+  /** Counts a connection from {@code address}; false (and nothing counted) when it has its limit already. */
+  private boolean admitFrom(InetAddress address) {
+    int limit = limits.maxConnectionsPerIp();
+    boolean[] admitted = {false};
+    perAddress.compute(address, (a, n) -> {
+      int held = n == null ? 0 : n;
+      admitted[0] = held < limit;
+      return admitted[0] ? held + 1 : n;
+    });
+    return admitted[0];
+  }
+
+  private void release(InetAddress address) {
+    perAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+  }
+
+  /** Client addresses with an open connection, when the per-address limit is set (tests). */
+  int addressesHeld() {
+    return perAddress.size();
   }
 
   private boolean evictLongestWaiting() {

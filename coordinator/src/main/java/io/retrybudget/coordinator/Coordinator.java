@@ -10,6 +10,7 @@ import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.retrybudget.localredis.LocalRedis;
 import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.buffer.Buffer;
@@ -68,12 +69,18 @@ public final class Coordinator implements AutoCloseable {
   private final CoordinatorConfig config;
   private final ConnectionGuard guard;
   private final IndexBackfill backfill;
+  private final Management management;
+
+  /** The management listener's own Vert.x, verticle and guard; null when health shares the API port. */
+  private record Management(Vertx vertx, ManagementVerticle verticle, ConnectionGuard guard) {}
 
   private Coordinator(CoordinatorConfig config, LocalRedis localRedis, RedisBudgetStore store, Vertx vertx,
-      CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard, IndexBackfill backfill) {
+      CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard, IndexBackfill backfill,
+      Management management) {
     this.config = config;
     this.backfill = backfill;
     this.guard = guard;
+    this.management = management;
     this.localRedis = localRedis;
     this.store = store;
     this.vertx = vertx;
@@ -87,6 +94,7 @@ public final class Coordinator implements AutoCloseable {
     LocalRedis local = null;
     RedisBudgetStore store = null;
     Vertx vertx = null;
+    Vertx managementVertx = null;
     try {
       RedisConnectionOptions redis;
       if (config.hasRedis()) {
@@ -113,7 +121,7 @@ public final class Coordinator implements AutoCloseable {
         }
       });
       HttpServerOptions serverOptions = CoordinatorVerticle.serverOptions(config.port());
-      ConnectionGuard guard = new ConnectionGuard(config.http(), serverOptions, registry);
+      ConnectionGuard guard = new ConnectionGuard(config.http(), serverOptions, registry, "api");
       // One event loop serves HTTP (one verticle instance) and carries the Redis connection too:
       // a request's script call and its reply stay on that thread, with no hop to Lettuce's own.
       vertx = Vertx.builder()
@@ -134,21 +142,33 @@ public final class Coordinator implements AutoCloseable {
       }
       StatusPage.load(); // the page's files, read from the jar here, not on the event loop
       String endpoint = local != null ? "127.0.0.1:" + local.port() : config.redisEndpoint();
+      ManagementVerticle.Heartbeat heartbeat = new ManagementVerticle.Heartbeat(System::nanoTime);
       CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets, serverOptions,
-          httpTags, endpoint, openApiDocument());
-      String id;
-      try {
-        id = await(vertx.deployVerticle(verticle));
-      } catch (IOException e) {
-        if (causedBy(e, BindException.class)) {
-          throw new PortInUseException(config.port());
-        }
-        throw e;
+          httpTags, endpoint, openApiDocument(), heartbeat);
+      String id = deploy(vertx, verticle, config.port(), "COORDINATOR_PORT");
+      Management management = null;
+      if (config.hasManagementListener()) {
+        // a Vert.x of its own: its own acceptor thread, event loop, kernel accept queue and guard, so
+        // a flood of the API port (thousands of new connections a second) never queues a probe
+        HttpServerOptions managementOptions = CoordinatorVerticle.serverOptions(config.managementPort());
+        ConnectionGuard managementGuard = new ConnectionGuard(config.http().withCap(config.managementMaxConnections()),
+            managementOptions, registry, "management");
+        managementVertx = Vertx.builder()
+            .with(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1).setInternalBlockingPoolSize(1))
+            .withTransport(new GuardedTransport(managementGuard))
+            .build();
+        ManagementVerticle mv = new ManagementVerticle(budgets, registry, managementOptions, heartbeat,
+            config.livenessStallMillis(), config.http().metricsCacheMillis(), endpoint);
+        deploy(managementVertx, mv, config.managementPort(), "COORDINATOR_MANAGEMENT_PORT");
+        management = new Management(managementVertx, mv, managementGuard);
       }
       // budgets configured before the index of names existed: listed in the background, paced
       IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store));
-      return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill);
+      return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill, management);
     } catch (Exception | Error e) {
+      if (managementVertx != null) {
+        managementVertx.close();
+      }
       if (store != null) {
         store.close();
       }
@@ -162,10 +182,21 @@ public final class Coordinator implements AutoCloseable {
     }
   }
 
-  /** The HTTP port is taken: one line for the operator, no stack trace needed. */
+  private static String deploy(Vertx vertx, VerticleBase verticle, int port, String variable) throws IOException {
+    try {
+      return await(vertx.deployVerticle(verticle));
+    } catch (IOException e) {
+      if (causedBy(e, BindException.class)) {
+        throw new PortInUseException(port, variable);
+      }
+      throw e;
+    }
+  }
+
+  /** A port is taken: one line for the operator, no stack trace needed. */
   public static final class PortInUseException extends IOException {
-    PortInUseException(int port) {
-      super("port " + port + " is already in use: stop what listens there or set COORDINATOR_PORT to a free port");
+    PortInUseException(int port, String variable) {
+      super("port " + port + " is already in use: stop what listens there or set " + variable + " to a free port");
     }
   }
 
@@ -218,6 +249,29 @@ public final class Coordinator implements AutoCloseable {
     return verticle.actualPort();
   }
 
+  /**
+   * The port of the management listener (/health/live, /health/ready, /metrics), or the API port
+   * when they share it (COORDINATOR_MANAGEMENT_PORT equal to COORDINATOR_PORT).
+   */
+  public int managementPort() {
+    return management == null ? port() : management.verticle().actualPort();
+  }
+
+  /** Open connections on the management listener (0 without one). */
+  int managementConnections() {
+    return management == null ? 0 : management.guard().open();
+  }
+
+  /** Client addresses the API listener's per-address limit counts (0 when it is off). */
+  int apiAddressesHeld() {
+    return guard.addressesHeld();
+  }
+
+  /** Runs {@code task} on the API event loop (tests: a stalled loop). */
+  void onApiLoop(Runnable task) {
+    vertx.runOnContext(v -> task.run());
+  }
+
   public CoordinatorConfig config() {
     return config;
   }
@@ -240,6 +294,14 @@ public final class Coordinator implements AutoCloseable {
       await(vertx.close());
     } catch (IOException | RuntimeException e) {
       LOG.warning("Vert.x did not close cleanly: " + e.getMessage());
+    }
+    if (management != null) {
+      // last: the kubelet's probes keep their answers while the API drains
+      try {
+        await(management.vertx().close());
+      } catch (IOException | RuntimeException e) {
+        LOG.warning("management listener did not close cleanly: " + e.getMessage());
+      }
     }
     if (localRedis != null) {
       localRedis.close();

@@ -27,8 +27,18 @@ import java.util.regex.Pattern;
  *     holds the file's budgets (default 5000)
  * @param autoCreate COORDINATOR_AUTO_CREATE: true lets a POST to a budget without configuration
  *     create it with the defaults; false (the default) answers 404 and creates nothing
- * @param http COORDINATOR_MAX_CONNECTIONS, the HTTP timeouts, COORDINATOR_PROBE_RESERVE and
- *     COORDINATOR_METRICS_CACHE_MS
+ * @param http COORDINATOR_MAX_CONNECTIONS, the HTTP timeouts, COORDINATOR_PROBE_RESERVE,
+ *     COORDINATOR_METRICS_CACHE_MS and COORDINATOR_MAX_CONNECTIONS_PER_IP
+ * @param managementPort COORDINATOR_MANAGEMENT_PORT: the management listener's port, serving
+ *     /health/live, /health/ready and /metrics on its own acceptor and event loop (default 9091;
+ *     0 picks a free one, and is the default when COORDINATOR_PORT is 0); {@link #SHARED_PORT} when
+ *     it is the value of COORDINATOR_PORT: no management listener, as before it existed (the API
+ *     port serves these three in every case)
+ * @param managementMaxConnections COORDINATOR_MANAGEMENT_MAX_CONNECTIONS: open connections on the
+ *     management listener at most (default 64); its timeouts are the API's
+ * @param livenessStallMillis COORDINATOR_LIVENESS_STALL_MS: the management listener's
+ *     /health/live answers 503 when the API event loop has not run its heartbeat for this long
+ *     (default 10000), so a stuck API loop still fails the probe
  * @param warnings what the operator should hear about at start (a trimmed token)
  */
 public record CoordinatorConfig(
@@ -42,15 +52,24 @@ public record CoordinatorConfig(
     int fileCheckMillis,
     boolean autoCreate,
     HttpLimits http,
+    int managementPort,
+    int managementMaxConnections,
+    int livenessStallMillis,
     List<String> warnings) {
 
   public static final int DEFAULT_PORT = 8080;
+  public static final int DEFAULT_MANAGEMENT_PORT = 9091;
+  /** {@link #managementPort()} when health and metrics are served on the API port only. */
+  public static final int SHARED_PORT = -1;
+  public static final int DEFAULT_MANAGEMENT_MAX_CONNECTIONS = 64;
+  public static final int DEFAULT_LIVENESS_STALL_MS = 10_000;
   /** Every environment variable the coordinator reads. */
   public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
       "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS",
       "COORDINATOR_AUTO_CREATE", "COORDINATOR_MAX_CONNECTIONS", "COORDINATOR_HEADER_TIMEOUT_MS",
       "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS", "COORDINATOR_PROBE_RESERVE",
-      "COORDINATOR_METRICS_CACHE_MS");
+      "COORDINATOR_METRICS_CACHE_MS", "COORDINATOR_MAX_CONNECTIONS_PER_IP", "COORDINATOR_MANAGEMENT_PORT",
+      "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "COORDINATOR_LIVENESS_STALL_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
   /** Tokens that are examples, not secrets: the placeholder the Kubernetes manifests once shipped and the usual ones. */
   static final Set<String> PLACEHOLDER_TOKENS = Set.of("replace-me-with-a-long-random-token", "replace-me",
@@ -83,7 +102,12 @@ public record CoordinatorConfig(
         intVar(env, "COORDINATOR_BODY_TIMEOUT_MS", HttpLimits.DEFAULT_BODY_TIMEOUT_MS, 100, 3_600_000),
         intVar(env, "COORDINATOR_IDLE_TIMEOUT_MS", HttpLimits.DEFAULT_IDLE_TIMEOUT_MS, 100, 3_600_000),
         intVar(env, "COORDINATOR_PROBE_RESERVE", HttpLimits.DEFAULT_PROBE_RESERVE, 0, 10_000),
-        intVar(env, "COORDINATOR_METRICS_CACHE_MS", HttpLimits.DEFAULT_METRICS_CACHE_MS, 0, 60_000));
+        intVar(env, "COORDINATOR_METRICS_CACHE_MS", HttpLimits.DEFAULT_METRICS_CACHE_MS, 0, 60_000),
+        intVar(env, "COORDINATOR_MAX_CONNECTIONS_PER_IP", HttpLimits.DEFAULT_MAX_CONNECTIONS_PER_IP, 0, 1_000_000));
+    int managementPort = managementPort(env, port, warnings);
+    int managementMax = intVar(env, "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", DEFAULT_MANAGEMENT_MAX_CONNECTIONS, 1,
+        100_000);
+    int stall = intVar(env, "COORDINATOR_LIVENESS_STALL_MS", DEFAULT_LIVENESS_STALL_MS, 100, 3_600_000);
     String rawToken = env.get("COORDINATOR_TOKEN");
     String token = blankToNull(rawToken) == null ? null : rawToken.strip();
     if (token != null && !token.equals(rawToken)) {
@@ -111,7 +135,29 @@ public record CoordinatorConfig(
       throw new IllegalArgumentException("COORDINATOR_AUTO_CREATE must be true or false, was '" + auto + "'");
     }
     return new CoordinatorConfig(redisUrl, clusterNodes, port, token, generated, file == null ? null : Path.of(file),
-        maxBudgets, fileCheck, auto != null && auto.trim().equals("true"), http, List.copyOf(warnings));
+        maxBudgets, fileCheck, auto != null && auto.trim().equals("true"), http, managementPort, managementMax, stall,
+        List.copyOf(warnings));
+  }
+
+  /** True when /health/* and /metrics have a listener of their own. */
+  public boolean hasManagementListener() {
+    return managementPort != SHARED_PORT;
+  }
+
+  private static int managementPort(Map<String, String> env, int apiPort, List<String> warnings) {
+    if (blankToNull(env.get("COORDINATOR_MANAGEMENT_PORT")) == null) {
+      if (apiPort == 0) {
+        return 0; // tests and anyone who asks for a free API port get a free management port too
+      }
+      if (apiPort == DEFAULT_MANAGEMENT_PORT) {
+        warnings.add("COORDINATOR_PORT is " + apiPort + ", the default of COORDINATOR_MANAGEMENT_PORT: health and "
+            + "metrics are served on that port only; set COORDINATOR_MANAGEMENT_PORT to give them their own");
+        return SHARED_PORT;
+      }
+      return DEFAULT_MANAGEMENT_PORT;
+    }
+    int port = intVar(env, "COORDINATOR_MANAGEMENT_PORT", DEFAULT_MANAGEMENT_PORT, 0, 65535);
+    return port != 0 && port == apiPort ? SHARED_PORT : port;
   }
 
   /** Parsed the way the Redis client parses it; the message never holds the URL (it may hold a password). */

@@ -25,11 +25,12 @@ final class CoordinatorVerticle extends VerticleBase {
   private final BoundedHttpTags httpTags;
   private final String redisEndpoint;
   private final Buffer openApi;
+  private final ManagementVerticle.Heartbeat heartbeat;
   private HttpServer server;
 
   CoordinatorVerticle(CoordinatorConfig config, BudgetService budgets, PrometheusMeterRegistry registry,
       Map<String, ConfigUpdate> fileBudgets, HttpServerOptions serverOptions, BoundedHttpTags httpTags,
-      String redisEndpoint, Buffer openApi) {
+      String redisEndpoint, Buffer openApi, ManagementVerticle.Heartbeat heartbeat) {
     this.config = config;
     this.budgets = budgets;
     this.registry = registry;
@@ -38,6 +39,7 @@ final class CoordinatorVerticle extends VerticleBase {
     this.httpTags = httpTags;
     this.redisEndpoint = redisEndpoint;
     this.openApi = openApi;
+    this.heartbeat = heartbeat;
   }
 
   /**
@@ -59,6 +61,9 @@ final class CoordinatorVerticle extends VerticleBase {
     BudgetGauges gauges = new BudgetGauges(registry, budgets, config.maxBudgets());
     gauges.refresh();
     vertx.setPeriodic(GAUGE_REFRESH_MS, id -> gauges.refresh());
+    // the management listener's /health/live reads it: this loop is alive while it beats
+    heartbeat.beat();
+    vertx.setPeriodic(ManagementVerticle.Heartbeat.EVERY_MILLIS, id -> heartbeat.beat());
     if (!fileBudgets.isEmpty()) {
       vertx.setPeriodic(config.fileCheckMillis(), id -> reapplyLostBudgets());
     }

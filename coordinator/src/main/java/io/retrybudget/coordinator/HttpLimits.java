@@ -18,15 +18,19 @@ package io.retrybudget.coordinator;
  * @param metricsCacheMillis COORDINATOR_METRICS_CACHE_MS: a rendering of GET /metrics answers the
  *     scrapes of this long after it began (default 1000: one rendering a second however many
  *     scrape; 0: only the scrapes that arrive while it renders)
+ * @param maxConnectionsPerIp COORDINATOR_MAX_CONNECTIONS_PER_IP: open connections from one client
+ *     address at most; one more is closed at once, before Vert.x sees it (default 0: no limit, since
+ *     behind an ingress or a NAT every client has the same address)
  */
 public record HttpLimits(int maxConnections, int headerTimeoutMillis, int bodyTimeoutMillis, int idleTimeoutMillis,
-    int probeReserve, int metricsCacheMillis) {
+    int probeReserve, int metricsCacheMillis, int maxConnectionsPerIp) {
   public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
   public static final int DEFAULT_HEADER_TIMEOUT_MS = 10_000;
   public static final int DEFAULT_BODY_TIMEOUT_MS = 30_000;
   public static final int DEFAULT_IDLE_TIMEOUT_MS = 60_000;
   public static final int DEFAULT_PROBE_RESERVE = 16;
   public static final int DEFAULT_METRICS_CACHE_MS = 1_000;
+  public static final int DEFAULT_MAX_CONNECTIONS_PER_IP = 0;
 
   public HttpLimits {
     positive("maxConnections", maxConnections);
@@ -39,11 +43,21 @@ public record HttpLimits(int maxConnections, int headerTimeoutMillis, int bodyTi
     if (metricsCacheMillis < 0) {
       throw new IllegalArgumentException("metricsCacheMillis must be at least 0, was " + metricsCacheMillis);
     }
+    if (maxConnectionsPerIp < 0) {
+      throw new IllegalArgumentException("maxConnectionsPerIp must be at least 0 (0: no limit), was "
+          + maxConnectionsPerIp);
+    }
+  }
+
+  /** Same limits with another cap and no per-address limit: the management listener's. */
+  HttpLimits withCap(int cap) {
+    return new HttpLimits(cap, headerTimeoutMillis, bodyTimeoutMillis, idleTimeoutMillis, probeReserve,
+        metricsCacheMillis, 0);
   }
 
   static HttpLimits defaults() {
     return new HttpLimits(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_BODY_TIMEOUT_MS,
-        DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PROBE_RESERVE, DEFAULT_METRICS_CACHE_MS);
+        DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PROBE_RESERVE, DEFAULT_METRICS_CACHE_MS, DEFAULT_MAX_CONNECTIONS_PER_IP);
   }
 
   /** How often deadlines are checked: a quarter of the shortest, between 20 ms and 1 s. */

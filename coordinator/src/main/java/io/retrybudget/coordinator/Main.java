@@ -29,7 +29,9 @@ public final class Main {
       System.exit(1);
       return;
     }
-    LOG.info("coordinator listening on port " + coordinator.port() + ", Redis: " + config.describeRedis());
+    LOG.info("coordinator listening on port " + coordinator.port() + (config.hasManagementListener()
+        ? ", health and metrics also on management port " + coordinator.managementPort()
+        : " (health and metrics there too: no management port)") + ", Redis: " + config.describeRedis());
     if (config.tokenGenerated()) {
       // shown once so the operator can write; set COORDINATOR_TOKEN to choose it
       System.out.println("COORDINATOR_TOKEN was not set; writes need: Authorization: Bearer " + config.token());

@@ -99,6 +99,21 @@ class ConnectionLimitsTest {
     }
   }
 
+  /** The management listener's guard has the API's deadlines: a silent or idle connection there is cut too. */
+  @Test
+  void theManagementListenerCutsSilentAndIdleConnectionsAtTheSameDeadlines() throws Exception {
+    try (RawHttp silent = new RawHttp(timeouts.managementPort()); RawHttp idle = new RawHttp(timeouts.managementPort())) {
+      assertEquals(200, idle.send("GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n").read().status());
+      long start = System.nanoTime();
+      silent.timeout(10_000);
+      idle.timeout(10_000);
+      assertEquals(-1, silent.readByte(), "nothing asked, nothing answered: closed");
+      assertEquals(-1, idle.readByte(), "an idle keep-alive: closed");
+      long ms = (System.nanoTime() - start) / 1_000_000;
+      assertTrue(ms >= TIMEOUT_MS - 100 && ms < TIMEOUT_MS + 1_000, "closed after " + ms + " ms");
+    }
+  }
+
   @Test
   void aBodyThatNeverEndsIsAnswered408AndCutAtTheBodyDeadline() throws Exception {
     try (RawHttp c = new RawHttp(timeouts.port())) {
@@ -378,7 +393,7 @@ class ConnectionLimitsTest {
     try (RawHttp m = new RawHttp(c.port())) {
       metrics = m.send("GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").read().body();
     }
-    Matcher x = Pattern.compile("retry_budget_http_connections_closed_total\\{reason=\"" + reason + "\"} ([0-9.eE+]+)")
+    Matcher x = Pattern.compile("retry_budget_http_connections_closed_total\\{listener=\"api\",reason=\"" + reason + "\"} ([0-9.eE+]+)")
         .matcher(metrics);
     return x.find() ? Double.parseDouble(x.group(1)) : -1;
   }

@@ -46,17 +46,45 @@ class CoordinatorConfigTest {
 
   @Test
   void httpLimitsHaveDefaultsAndAreRead() {
-    assertEquals(new HttpLimits(10_000, 10_000, 30_000, 60_000, 16, 1_000), CoordinatorConfig.fromEnvironment(Map.of()).http());
-    assertEquals(new HttpLimits(5, 100, 200, 300, 0, 0), CoordinatorConfig.fromEnvironment(Map.of(
+    assertEquals(new HttpLimits(10_000, 10_000, 30_000, 60_000, 16, 1_000, 0), CoordinatorConfig.fromEnvironment(Map.of()).http());
+    assertEquals(new HttpLimits(5, 100, 200, 300, 0, 0, 3), CoordinatorConfig.fromEnvironment(Map.of(
         "COORDINATOR_MAX_CONNECTIONS", "5", "COORDINATOR_HEADER_TIMEOUT_MS", "100",
         "COORDINATOR_BODY_TIMEOUT_MS", "200", "COORDINATOR_IDLE_TIMEOUT_MS", "300",
-        "COORDINATOR_PROBE_RESERVE", "0", "COORDINATOR_METRICS_CACHE_MS", "0")).http());
+        "COORDINATOR_PROBE_RESERVE", "0", "COORDINATOR_METRICS_CACHE_MS", "0",
+        "COORDINATOR_MAX_CONNECTIONS_PER_IP", "3")).http());
+    assertMessage("COORDINATOR_MAX_CONNECTIONS_PER_IP", Map.of("COORDINATOR_MAX_CONNECTIONS_PER_IP", "-1"));
     assertMessage("COORDINATOR_PROBE_RESERVE", Map.of("COORDINATOR_PROBE_RESERVE", "-1"));
     assertMessage("COORDINATOR_METRICS_CACHE_MS", Map.of("COORDINATOR_METRICS_CACHE_MS", "60001"));
     assertMessage("COORDINATOR_MAX_CONNECTIONS", Map.of("COORDINATOR_MAX_CONNECTIONS", "0"));
     assertMessage("COORDINATOR_HEADER_TIMEOUT_MS", Map.of("COORDINATOR_HEADER_TIMEOUT_MS", "ten"));
     assertMessage("COORDINATOR_BODY_TIMEOUT_MS", Map.of("COORDINATOR_BODY_TIMEOUT_MS", "-1"));
     assertMessage("COORDINATOR_IDLE_TIMEOUT_MS", Map.of("COORDINATOR_IDLE_TIMEOUT_MS", "99"));
+  }
+
+  @Test
+  void theManagementPortDefaultsTo9091AndEqualToTheApiPortMeansOnePort() {
+    CoordinatorConfig d = CoordinatorConfig.fromEnvironment(Map.of());
+    assertEquals(9091, d.managementPort());
+    assertTrue(d.hasManagementListener());
+    assertEquals(64, d.managementMaxConnections());
+    assertEquals(10_000, d.livenessStallMillis());
+    // a free API port: a free management port too
+    assertEquals(0, CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_PORT", "0")).managementPort());
+    CoordinatorConfig read = CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_MANAGEMENT_PORT", "9100",
+        "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "8", "COORDINATOR_LIVENESS_STALL_MS", "500"));
+    assertEquals(9100, read.managementPort());
+    assertEquals(8, read.managementMaxConnections());
+    assertEquals(500, read.livenessStallMillis());
+    CoordinatorConfig one = CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_PORT", "8081",
+        "COORDINATOR_MANAGEMENT_PORT", "8081"));
+    assertFalse(one.hasManagementListener());
+    assertEquals(CoordinatorConfig.SHARED_PORT, one.managementPort());
+    CoordinatorConfig clash = CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_PORT", "9091"));
+    assertFalse(clash.hasManagementListener());
+    assertTrue(clash.warnings().get(0).contains("COORDINATOR_MANAGEMENT_PORT"), clash.warnings().toString());
+    assertMessage("COORDINATOR_MANAGEMENT_PORT", Map.of("COORDINATOR_MANAGEMENT_PORT", "65536"));
+    assertMessage("COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", Map.of("COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "0"));
+    assertMessage("COORDINATOR_LIVENESS_STALL_MS", Map.of("COORDINATOR_LIVENESS_STALL_MS", "99"));
   }
 
   @Test

@@ -220,8 +220,9 @@ final class HostileAttacks {
     Prober(int port, long everyMillis) {
       timer.scheduleWithFixedDelay(() -> {
         long start = System.nanoTime();
-        boolean ok = live(port, 1_000);
+        boolean answered = live(port, 1_000);
         long ms = (System.nanoTime() - start) / 1_000_000;
+        boolean ok = answered && ms <= 1_000; // connect and answer together within the second
         probes.incrementAndGet();
         maxMillis.accumulateAndGet(ms, Math::max);
         if (ok) {
@@ -316,7 +317,7 @@ final class HostileAttacks {
   /** The server's own count of its open connections (retry_budget_http_connections), or -1. */
   static int serverConnections(int port) {
     String m = metrics(port);
-    java.util.regex.Matcher x = java.util.regex.Pattern.compile("(?m)^retry_budget_http_connections ([0-9.eE+]+)$")
+    java.util.regex.Matcher x = java.util.regex.Pattern.compile("(?m)^retry_budget_http_connections(?:\\{listener=\"api\"})? ([0-9.eE+]+)$")
         .matcher(m == null ? "" : m);
     return x.find() ? (int) Double.parseDouble(x.group(1)) : -1;
   }
@@ -370,6 +371,8 @@ final class HostileAttacks {
   /**
    * The measurement: {@code java -cp coordinator/target/test-classes io.retrybudget.coordinator.HostileAttacks
    * PORT PID [methods] [partial] [idle] [slow]} against a running coordinator; prints one figure a line.
+   * With {@code -DmanagementPort=N} the probes and scrapes go to the management listener, and a
+   * second prober on the API port is reported beside it.
    */
   public static void main(String[] args) throws Exception {
     int port = Integer.parseInt(args[0]);
@@ -378,11 +381,13 @@ final class HostileAttacks {
     int partial = args.length > 3 ? Integer.parseInt(args[3]) : 3_000;
     int idle = args.length > 4 ? Integer.parseInt(args[4]) : 20_000;
     int slow = args.length > 5 ? Integer.parseInt(args[5]) : 500;
-    System.out.println("start: rss " + rssMb(pid) + " MB, /metrics " + metricsLines(port) + " lines");
-    try (Prober prober = new Prober(port, 100)) {
+    int mport = Integer.getInteger("managementPort", port);
+    System.out.println("start: rss " + rssMb(pid) + " MB, /metrics " + metricsLines(mport) + " lines; probes and "
+        + "scrapes on port " + mport + (mport == port ? " (the API port)" : " (management), API port " + port));
+    try (Prober prober = new Prober(mport, 100); Prober apiProber = mport == port ? null : new Prober(port, 100)) {
       int answered = methodFlood(port, methods, "M");
       System.out.println("methods: " + answered + " of " + methods + " distinct unknown methods answered; /metrics "
-          + metricsLines(port) + " lines; rss " + rssMb(pid) + " MB; live " + prober.summary());
+          + metricsLines(mport) + " lines; rss " + rssMb(pid) + " MB; live " + prober.summary());
       try (Swarm s = new Swarm(port, List.of(), partialBody(), 0)) {
         long start = System.nanoTime();
         s.connect(partial, 15_000, 30_000, PARTIAL_PER_SECOND);
@@ -408,11 +413,12 @@ final class HostileAttacks {
         System.out.println("idle: connected in " + (System.nanoTime() - start) / 1_000_000 + " ms");
         s.pump(1_000);
         System.out.println("idle: " + idle + " attempted, at most " + s.maxOpen + " open at once here, " + s.open
-            + " open at the end (the server counts " + serverConnections(port) + "), " + s.closedByServer + " closed by the server, " + s.connectFailures
+            + " open at the end (the server counts " + serverConnections(mport) + "), " + s.closedByServer + " closed by the server, " + s.connectFailures
             + " failed to connect; rss " + rssMb(pid) + " MB; live " + prober.summary());
       }
       System.out.println("end: alive " + ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) + ", rss "
-          + rssMb(pid) + " MB, /metrics " + metricsLines(port) + " lines, live " + prober.summary());
+          + rssMb(pid) + " MB, /metrics " + metricsLines(mport) + " lines, live " + prober.summary()
+          + (apiProber == null ? "" : "; on the API port: " + apiProber.summary()));
     }
   }
 }

@@ -26,9 +26,11 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 12's attacks, unauthenticated, against the coordinator in its own JVM with {@code -Xmx256m}
  * and the default limits: 100,000 distinct methods, 3,000 partial bodies, 500 slow-header
  * connections, 20,000 connection attempts. The process lives, its RSS stays under 450 MB,
- * {@code /health/live} answers a fresh connection every 100 ms within 1 s (never three misses in a
- * row, 98 % at least: see the assertions), /metrics does not grow, and an authenticated write works
- * afterwards.
+ * {@code /health/live} on the management listener answers every fresh connection (one each 100 ms)
+ * within 1 s throughout, /metrics does not grow, and an authenticated write works afterwards. A
+ * second prober on the API port is reported, not asserted: there a probe waits in the kernel's
+ * accept queue behind the attack's new connections (1,500 a second), which is why the management
+ * listener exists.
  *
  * <p>Sized for this machine's 20,000 descriptors per process (ulimit -n, not raisable here): the
  * attacker closes the connections the server closes, so it never needs more than the cap plus a
@@ -41,6 +43,7 @@ class HostileProcessTest {
   @Test
   void unauthenticatedAttacksNeitherKillItNorStopItAnswering(@TempDir Path dir) throws Exception {
     int port = RedisServerProcess.freePort();
+    int management = RedisServerProcess.freePort();
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     Path log = dir.resolve("coordinator.log");
     ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-XX:+ExitOnOutOfMemoryError", "-cp",
@@ -48,6 +51,7 @@ class HostileProcessTest {
         .redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().put("REDIS_URL", redis.uri());
     pb.environment().put("COORDINATOR_PORT", Integer.toString(port));
+    pb.environment().put("COORDINATOR_MANAGEMENT_PORT", Integer.toString(management));
     pb.environment().put("COORDINATOR_TOKEN", "hostile-test-token");
     // every scrape rendered afresh, so the series are counted exactly (a cached rendering of up to
     // a second before could hide growth, or miss the first scrape's own series in the baseline)
@@ -56,7 +60,8 @@ class HostileProcessTest {
     AtomicLong maxRss = new AtomicLong();
     ScheduledExecutorService rss = Executors.newSingleThreadScheduledExecutor();
     try {
-      Eventually.await("live; log: " + lines(log), Duration.ofSeconds(30), () -> HostileAttacks.live(port, 1_000));
+      Eventually.await("live; log: " + lines(log), Duration.ofSeconds(30),
+          () -> HostileAttacks.live(port, 1_000) && HostileAttacks.live(management, 1_000));
       rss.scheduleAtFixedRate(() -> maxRss.accumulateAndGet(HostileAttacks.rssMb(p.pid()), Math::max),
           0, 100, TimeUnit.MILLISECONDS);
       // the JIT's first pass over each path, before anything is measured
@@ -67,16 +72,18 @@ class HostileProcessTest {
       }
       for (int i = 0; i < 200; i++) {
         HostileAttacks.live(port, 1_000);
+        HostileAttacks.live(management, 1_000);
       }
-      HostileAttacks.metricsLines(port); // the first scrape adds its own series; the second is the baseline
-      int metricsBefore = HostileAttacks.metricsLines(port);
+      HostileAttacks.metricsLines(management); // the first scrape adds its own series; the second is the baseline
+      int metricsBefore = HostileAttacks.metricsLines(management);
 
       long partialFrom;
       long partialUntil;
-      try (HostileAttacks.Prober prober = new HostileAttacks.Prober(port, 100)) {
+      try (HostileAttacks.Prober prober = new HostileAttacks.Prober(management, 100);
+          HostileAttacks.Prober apiPort = new HostileAttacks.Prober(port, 100)) {
         assertEquals(100_000, HostileAttacks.methodFlood(port, 100_000, "M"), "every unknown method answered (501)");
         System.out.println("methods done at " + prober.at() + " ms");
-        assertEquals(metricsBefore, HostileAttacks.metricsLines(port), "100,000 distinct methods add no series");
+        assertEquals(metricsBefore, HostileAttacks.metricsLines(management), "100,000 distinct methods add no series");
 
         try (HostileAttacks.Swarm slow = new HostileAttacks.Swarm(port, List.of(), HostileAttacks.SLOW_HEADER, 1_000);
             HostileAttacks.Swarm partial = new HostileAttacks.Swarm(port, List.of(), HostileAttacks.partialBody(), 0)) {
@@ -103,27 +110,24 @@ class HostileProcessTest {
           idle.pump(500);
           System.out.println("idle connected at " + prober.at() + " ms");
           assertEquals(0, idle.connectFailures, "every attempt was accepted (then evicted or kept)");
-          int held = HostileAttacks.serverConnections(port);
-          assertTrue(held > 0 && held <= HttpLimits.DEFAULT_MAX_CONNECTIONS, held + " connections held: at most the cap");
+          // read on the management port, which answers while evictions are still closing (an evicted
+          // connection counts until its close has run): what the server holds settles at the cap
+          long[] held = {-1};
+          Eventually.await("the connections held settle at the cap or below", Duration.ofSeconds(10), () -> {
+            held[0] = HostileAttacks.serverConnections(management);
+            return held[0] > 0 && held[0] <= HttpLimits.DEFAULT_MAX_CONNECTIONS;
+          });
           // what the attacker still sees open beyond the cap waits in the kernel's accept queue (backlog)
           assertTrue(idle.closedByServer >= 20_000 - HttpLimits.DEFAULT_MAX_CONNECTIONS - 4_200,
               idle.closedByServer + " closed by the server");
-          assertTrue(HostileAttacks.live(port, 1_000), "a fresh probe gets in at the cap");
+          assertTrue(HostileAttacks.live(port, 1_000), "a fresh probe of the API port gets in at the cap");
         }
-        // /health/live within 1 s throughout, as far as a shared 2-core machine allows: the deadline
-        // closes no longer come all at once (ConnectionLimitsTest.aMassExpiryIsClosedInSmallBatches),
-        // yet under load a few probes still take just over 1 s while 1,500 connections a second
-        // arrive (partial bodies, or idle ones at the cap): that rate outruns an event loop given a
-        // tenth of a core, and a probe waits in the kernel's accept queue behind them (measured: at
-        // load 8 and 17 none; at load 13, 3 of 377, apart; at load 24, 9 of 430, five in a row while
-        // 20,000 idle connections arrived at the cap). So the test asks what a kubelet acts on: never
-        // three misses in a row (failureThreshold 3) and 98 % within 1 s; the misses per phase are printed
-        System.out.println("misses while the partial bodies were answered and closed: "
-            + prober.missesBetween(partialFrom, partialUntil));
-        assertTrue(prober.maxFailedInARow.get() <= 2, "never three probes in a row slower than 1 s: " + prober.summary());
-        assertTrue(prober.failures.get() * 50 <= prober.probes.get(), "98 % within 1 s: " + prober.summary());
+        // the issue's rule, on the management listener: every probe within 1 s, throughout
+        System.out.println("API port (not asserted): " + apiPort.summary() + "; its misses while the partial "
+            + "bodies were answered and closed: " + apiPort.missesBetween(partialFrom, partialUntil));
+        assertEquals(0, prober.failures.get(), "every management probe within 1 s: " + prober.summary());
         assertTrue(prober.probes.get() > 50, prober.summary());
-        System.out.println("hostile: " + prober.summary() + "; max RSS " + maxRss.get() + " MB");
+        System.out.println("hostile: management port " + prober.summary() + "; max RSS " + maxRss.get() + " MB");
       }
       assertTrue(p.isAlive(), "alive; log: " + lines(log));
       // nothing the attacks do is worth a warning (the build before this one logged 500 Netty

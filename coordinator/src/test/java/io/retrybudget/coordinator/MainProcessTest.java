@@ -32,12 +32,14 @@ class MainProcessTest {
   void runsOnItsOwnRedisAndStopsCleanlyOnSigterm(@TempDir Path dir) throws Exception {
     Path log = dir.resolve("coordinator.log");
     int port = RedisServerProcess.freePort();
+    int management = RedisServerProcess.freePort();
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
         "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().clear();
     pb.environment().put("PATH", "/nonexistent"); // forces the bundled Redis binary
     pb.environment().put("COORDINATOR_PORT", Integer.toString(port));
+    pb.environment().put("COORDINATOR_MANAGEMENT_PORT", Integer.toString(management));
     Process p = pb.start();
     try {
       HttpClient http = HttpClient.newHttpClient();
@@ -62,6 +64,8 @@ class MainProcessTest {
       for (int i = 0; i < 3; i++) {
         assertTrue(HostileAttacks.live(port, 5_000), "live on a fresh connection");
         assertTrue(HostileAttacks.metricsLines(port) > 0, "metrics on a fresh connection");
+        assertTrue(HostileAttacks.live(management, 5_000), "live on the management port");
+        assertTrue(HostileAttacks.metricsLines(management) > 0, "metrics on the management port");
       }
 
       List<ProcessHandle> children = p.toHandle().descendants().toList();
@@ -72,6 +76,8 @@ class MainProcessTest {
       assertEquals(143, p.exitValue(), "ended by SIGTERM after its shutdown hook ran");
       Eventually.await("the local Redis stopped too", Duration.ofSeconds(5),
           () -> children.stream().noneMatch(ProcessHandle::isAlive));
+      assertTrue(lines.stream().anyMatch(l -> l.contains("coordinator listening on port " + port
+          + ", health and metrics also on management port " + management)), lines.toString());
       assertTrue(lines.stream().anyMatch(l -> l.contains("shutting down")), lines.toString());
       assertTrue(lines.stream().anyMatch(l -> l.equals("stopped")), lines.toString());
       assertTrue(lines.stream().noneMatch(l -> l.contains("already registered")), "no Micrometer warning: " + lines);
@@ -90,6 +96,7 @@ class MainProcessTest {
           "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
       pb.environment().put("REDIS_URL", redis.uri());
       pb.environment().put("COORDINATOR_PORT", Integer.toString(taken.getLocalPort()));
+      pb.environment().put("COORDINATOR_MANAGEMENT_PORT", "0");
       pb.environment().put("COORDINATOR_TOKEN", "busy-port-token");
       Process p = pb.start();
       try {

@@ -29,7 +29,15 @@ final class RawHttp implements AutoCloseable {
   private final InputStream in;
 
   RawHttp(int port) throws IOException {
+    this(null, port);
+  }
+
+  /** From {@code localAddress} (a loopback address such as 127.0.0.2), or any when null. */
+  RawHttp(String localAddress, int port) throws IOException {
     socket = new Socket();
+    if (localAddress != null) {
+      socket.bind(new InetSocketAddress(localAddress, 0));
+    }
     socket.connect(new InetSocketAddress("127.0.0.1", port), 2000);
     socket.setSoTimeout(5000);
     in = socket.getInputStream();

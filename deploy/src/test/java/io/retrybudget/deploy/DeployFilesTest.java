@@ -34,6 +34,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class DeployFilesTest {
   @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
   static final int PORT = CoordinatorConfig.DEFAULT_PORT;
+  static final int MANAGEMENT_PORT = CoordinatorConfig.DEFAULT_MANAGEMENT_PORT;
 
   @Test
   void everyYamlFileParses() throws Exception {
@@ -51,9 +52,12 @@ class DeployFilesTest {
   @Test
   void dockerfileMatchesTheCoordinator() {
     String df = DeployFiles.text("Dockerfile");
-    assertTrue(df.contains("EXPOSE " + PORT));
-    assertTrue(df.contains("ENV COORDINATOR_PORT=" + PORT));
-    assertTrue(df.contains("http://127.0.0.1:" + PORT + "/health/ready"));
+    Matcher expose = Pattern.compile("(?m)^EXPOSE (.*)$").matcher(df);
+    assertTrue(expose.find(), "EXPOSE");
+    assertTrue(List.of(expose.group(1).split(" ")).containsAll(List.of(String.valueOf(PORT), String.valueOf(MANAGEMENT_PORT))),
+        "the API and management ports exposed: " + expose.group());
+    assertTrue(df.contains("ENV COORDINATOR_PORT=" + PORT + " COORDINATOR_MANAGEMENT_PORT=" + MANAGEMENT_PORT));
+    assertTrue(df.contains("http://127.0.0.1:" + MANAGEMENT_PORT + "/health/ready"), "the health check on the management port");
     assertTrue(df.contains("-pl coordinator,deploy -am package"), "builds the coordinator (as the README does) and the load demo");
     assertTrue(df.contains("/src/coordinator/target/coordinator.jar"));
     assertTrue(Files.exists(Path.of("../coordinator/target/coordinator.jar")), "the jar the image copies is what the build makes");
@@ -156,9 +160,11 @@ class DeployFilesTest {
     Map<String, Object> env = at(coordinator, "environment");
     assertTrue(CoordinatorConfig.VARIABLES.containsAll(env.keySet()), "unknown variables in " + env.keySet());
     assertEquals(String.valueOf(PORT), String.valueOf(env.get("COORDINATOR_PORT")));
+    assertEquals(String.valueOf(MANAGEMENT_PORT), String.valueOf(env.get("COORDINATOR_MANAGEMENT_PORT")));
     assertEquals("redis://redis:6379", env.get("REDIS_URL"));
     List<String> ports = at(coordinator, "ports");
     assertTrue(ports.contains(PORT + ":" + PORT));
+    assertTrue(ports.contains(MANAGEMENT_PORT + ":" + MANAGEMENT_PORT));
     List<String> volumes = at(coordinator, "volumes");
     String budgetsMount = volumes.stream().filter(v -> v.startsWith("./budgets.json:")).findFirst().orElseThrow();
     assertEquals(env.get("COORDINATOR_BUDGETS_FILE"), budgetsMount.split(":")[1]);
@@ -181,7 +187,8 @@ class DeployFilesTest {
     Map<String, Object> coordinatorJob = at(scrapes, 0);
     assertEquals("retry-budget-coordinator", coordinatorJob.get("job_name"));
     assertEquals("/metrics", coordinatorJob.get("metrics_path"));
-    assertEquals(List.of("coordinator:" + PORT), at(coordinatorJob, "static_configs", 0, "targets"));
+    assertEquals(List.of("coordinator:" + MANAGEMENT_PORT), at(coordinatorJob, "static_configs", 0, "targets"),
+        "Prometheus scrapes the management listener");
     // Grafana: provisioned dashboard folder is the mounted one
     List<String> grafanaVolumes = at(compose, "services", "grafana", "volumes");
     Map<String, Object> provider = at(DeployFiles.yaml("grafana/provisioning/dashboards/retry-budget.yml"), "providers", 0);
@@ -203,8 +210,16 @@ class DeployFilesTest {
     assertEquals("/health/live", at(container, "livenessProbe", "httpGet", "path"));
     assertEquals("/health/ready", at(container, "readinessProbe", "httpGet", "path"));
     assertEquals("http", at(container, "ports", 0, "name"));
-    assertEquals("http", at(container, "readinessProbe", "httpGet", "port"));
+    assertEquals("management", at(container, "ports", 1, "name"));
+    assertEquals(MANAGEMENT_PORT, (int) at(container, "ports", 1, "containerPort"));
+    // the probes and the scrape on the management listener: an API flood never queues them
+    assertEquals("management", at(container, "livenessProbe", "httpGet", "port"));
+    assertEquals("management", at(container, "readinessProbe", "httpGet", "port"));
+    assertEquals(String.valueOf(MANAGEMENT_PORT),
+        at(deployment, "spec", "template", "metadata", "annotations", "prometheus.io/port"));
     Map<String, Object> cmData = at(configMap, "data");
+    assertEquals(String.valueOf(PORT), cmData.get("COORDINATOR_PORT"));
+    assertEquals(String.valueOf(MANAGEMENT_PORT), cmData.get("COORDINATOR_MANAGEMENT_PORT"));
     // the token Secret is made out of band by the README's command, never by the kustomization
     Matcher createSecret = Pattern.compile("kubectl -n (\\S+) create secret generic (\\S+) --from-literal=(\\w+)=")
         .matcher(DeployFiles.text("README.md"));
@@ -225,7 +240,8 @@ class DeployFilesTest {
         assertEquals(createSecret.group(2), at(from, "secretKeyRef", "name"), name);
       }
     }
-    assertTrue(names.containsAll(List.of("REDIS_URL", "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE")));
+    assertTrue(names.containsAll(List.of("REDIS_URL", "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE",
+        "COORDINATOR_MANAGEMENT_PORT")));
     // the budgets file lands where COORDINATOR_BUDGETS_FILE says
     String file = (String) cmData.get("COORDINATOR_BUDGETS_FILE");
     String mountPath = at(container, "volumeMounts", 0, "mountPath");
@@ -240,6 +256,8 @@ class DeployFilesTest {
     Map<String, Object> service = DeployFiles.yaml("k8s/base/service.yaml");
     assertEquals(labels, at(service, "spec", "selector"));
     assertEquals("http", at(service, "spec", "ports", 0, "targetPort"));
+    assertEquals("management", at(service, "spec", "ports", 1, "targetPort"));
+    assertEquals(MANAGEMENT_PORT, (int) at(service, "spec", "ports", 1, "port"));
     Map<String, Object> pdb = DeployFiles.yaml("k8s/base/pdb.yaml");
     assertEquals(labels, at(pdb, "spec", "selector", "matchLabels"));
     assertEquals(true, at(deployment, "spec", "template", "spec", "securityContext", "runAsNonRoot"));
@@ -407,14 +425,18 @@ class DeployFilesTest {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
         "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")))) {
       HttpClient http = HttpClient.newHttpClient();
-      for (String p : paths) {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + c.port() + p)).build(),
-            HttpResponse.BodyHandlers.ofString());
-        assertEquals(200, r.statusCode(), p);
+      // on the management listener (where the manifests point them) and, as before, on the API port
+      for (int port : List.of(c.managementPort(), c.port())) {
+        for (String p : paths) {
+          HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + p)).build(),
+              HttpResponse.BodyHandlers.ofString());
+          assertEquals(200, r.statusCode(), port + p);
+        }
+        HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+            .build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, metrics.statusCode(), "the scrape path of prometheus.yml");
       }
-      HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + c.port() + "/metrics"))
-          .build(), HttpResponse.BodyHandlers.ofString());
-      assertEquals(200, metrics.statusCode(), "the scrape path of prometheus.yml");
+      assertTrue(c.managementPort() != c.port(), "a listener of its own");
     }
   }
 }

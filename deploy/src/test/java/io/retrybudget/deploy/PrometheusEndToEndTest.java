@@ -59,7 +59,8 @@ class PrometheusEndToEndTest {
           "--config.file=" + DeployFiles.path("alertmanager/alertmanager.yml"), "--storage.path=" + dir.resolve("am"),
           "--web.listen-address=127.0.0.1:" + amPort, "--cluster.listen-address=")
           .redirectErrorStream(true).redirectOutput(dir.resolve("alertmanager.log").toFile()).start();
-      Path config = writePrometheusConfig(dir, coordinator.port(), service.port(), amPort);
+      // scraped on the management listener, as deploy/prometheus/prometheus.yml does
+      Path config = writePrometheusConfig(dir, coordinator.managementPort(), service.port(), amPort);
       Process prometheus = new ProcessBuilder(prometheusBinary.toString(), "--config.file=" + config,
           "--storage.tsdb.path=" + dir.resolve("data"), "--web.listen-address=127.0.0.1:" + promPort)
           .redirectErrorStream(true).redirectOutput(dir.resolve("prometheus.log").toFile()).start();
