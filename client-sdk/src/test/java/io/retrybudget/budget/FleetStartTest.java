@@ -146,11 +146,14 @@ class FleetStartTest {
     long whileMade = callsSent();
     long[] calls = run(20);
     System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: " + Arrays.toString(calls));
-    for (int s = 0; s < calls.length; s++) {
-      long bound = s < 2 ? 2L * CEILING : CEILING * 5L / 4;
-      assertTrue(calls[s] <= bound, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
+    // the ramp (how far the first replies are from the last budgets made is real time, so it varies
+    // from run to run: 7,000-9,900 calls in the 3.7 s, before the change 29,000), then the ceiling
+    long ramp = whileMade + calls[0] + calls[1];
+    assertTrue(ramp <= 6L * CEILING, ramp + " calls while the fleet was made (1.7 s) and in the 2 s after: " + whileMade
+        + " then " + Arrays.toString(calls));
+    for (int s = 2; s < calls.length; s++) {
+      assertTrue(calls[s] <= CEILING * 5L / 4, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
     }
-    assertTrue(whileMade <= 5L * CEILING / 2, whileMade + " calls while the fleet was made (1.7 s)");
     assertEquals(0, degraded(), "no budget degraded");
   }
 
