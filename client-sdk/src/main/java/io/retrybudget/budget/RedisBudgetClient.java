@@ -106,12 +106,12 @@ public final class RedisBudgetClient implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("RedisBudgetClient is closed");
     }
-    fleets.compute(config.name(), (name, view) -> view == null ? new FleetView(1, 0) : new FleetView(view.live + 1, view.learned));
+    fleets.compute(config.name(), (name, view) -> view == null ? new FleetView(1, 0, 0) : new FleetView(view.live + 1, view.heard, view.learned));
     RedisRetryBudget budget;
     try {
       budget = new RedisRetryBudget(this, config);
     } catch (RuntimeException | Error e) {
-      release(config.name());
+      release(config.name(), false);
       throw e;
     }
     budgets.add(budget);
@@ -119,26 +119,38 @@ public final class RedisBudgetClient implements AutoCloseable {
   }
 
   /**
-   * What this process knows of the fleet of budget {@code name} before Redis has told a budget:
-   * the budgets of that name here (Redis counts each of them: each has its own client id), or the
-   * fleet size one of them learned last, whichever is more; 0 when none is live.
+   * What this process knows of the fleet of budget {@code name}: at least its own live budgets of
+   * that name (Redis counts each of them: each has its own client id), and the fleet size one of
+   * them learned last, scaled by the share of this process's budgets Redis had heard from then
+   * ({@code learned * live / heard}): a fleet that is still joining reports only the clients heard so
+   * far, and a process that has been heard from in part assumes the rest of the fleet is as far
+   * along. Once all its budgets are heard from this is the size Redis reports. 0 when none is live.
    */
   long fleetEstimate(String name) {
     FleetView view = fleets.get(name);
-    return view == null ? 0 : Math.max(view.live, view.learned);
+    if (view == null) {
+      return 0;
+    }
+    long scaled = view.learned == 0 ? 0 : (view.learned * view.live + Math.max(1, view.heard) - 1) / Math.max(1, view.heard);
+    return Math.max(view.live, scaled);
   }
 
-  /** A budget of {@code name} heard from Redis that its fleet is {@code clients} clients. */
-  void learnedFleet(String name, long clients) {
-    fleets.computeIfPresent(name, (n, view) -> view.learned == clients ? view : new FleetView(view.live, clients));
+  /** A budget of {@code name} heard from Redis that its fleet is {@code clients} clients ({@code first}: its first reply). */
+  void learnedFleet(String name, long clients, boolean first) {
+    fleets.computeIfPresent(name, (n, view) -> !first && view.learned == clients ? view
+        : new FleetView(view.live, first ? Math.min(view.live, view.heard + 1) : view.heard, clients));
   }
 
-  private void release(String name) {
-    fleets.computeIfPresent(name, (n, view) -> view.live <= 1 ? null : new FleetView(view.live - 1, view.learned));
+  private void release(String name, boolean heard) {
+    fleets.computeIfPresent(name, (n, view) -> view.live <= 1 ? null
+        : new FleetView(view.live - 1, heard ? Math.max(0, view.heard - 1) : view.heard, view.learned));
   }
 
-  /** Budgets of one name in this client, and the last fleet size one of them learned. */
-  private record FleetView(int live, long learned) {}
+  /**
+   * Budgets of one name in this client, how many of them have heard from Redis, and the last fleet
+   * size one of them learned.
+   */
+  private record FleetView(int live, int heard, long learned) {}
 
   /** True while at least one budget answers from its fallback, or Redis was never reached. */
   public boolean isDegraded() {
@@ -207,7 +219,7 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   void forget(RedisRetryBudget budget) {
     if (budgets.remove(budget)) {
-      release(budget.name());
+      release(budget.name(), budget.heardFromRedis());
     }
   }
 

@@ -77,6 +77,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final long createdAt;
   private final double firstPhase;
   private volatile boolean firstCallDeferred;
+  private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
   private final AtomicLong callsSent = new AtomicLong();
   private final LongAdder pendingRequests = new LongAdder();
   private final LongAdder pendingDenied = new LongAdder();
@@ -369,6 +370,11 @@ final class RedisRetryBudget implements RetryBudget {
     return nextFlushAt;
   }
 
+  /** Whether Redis has applied a call of this budget (counted it in the fleet). */
+  boolean heardFromRedis() {
+    return heard.get();
+  }
+
   /** Script calls this budget has sent, hellos, flushes, probes and permit requests (for tests). */
   long callsSent() {
     return callsSent.get();
@@ -440,7 +446,7 @@ final class RedisRetryBudget implements RetryBudget {
         Learned told = Learned.of(reply);
         Learned before = learned;
         learned = told;
-        client.learnedFleet(seed.name(), told.activeClients());
+        client.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
         learnConfig(told);
         if (interval(told) < interval(before)) {
           // a higher ceiling or a smaller fleet: the shorter interval from this call on, not after the longer one

@@ -124,10 +124,11 @@ class FleetStartTest {
   }
 
   @Test
-  void tenProcessesOfAThousandBudgetsStartingTogetherSettleAtTheCeilingWithinSixSeconds() {
+  void tenProcessesOfAThousandBudgetsStartingTogetherStayNearTheCeiling() {
     // ten RedisBudgetClients (processes), budgets made in turn across them over 1.7 s, as the storm
-    // harness makes them: each process knows only its own 1,000 and what its replies said, so the
-    // first seconds cost more than the ceiling (each reply counts only the clients heard so far)
+    // harness makes them: each process knows only its own 1,000 and what its replies said, and a
+    // reply counts only the clients heard so far; scaled by the share of its own budgets heard
+    // (1 of 100 heard with N = 1,000 reported: about 10 x 1,000) it knows the fleet's size early
     for (int p = 0; p < 10; p++) {
       processes.add(RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
           .millisClock(now::get).random(random::nextDouble).build());
@@ -145,11 +146,36 @@ class FleetStartTest {
     long whileMade = callsSent();
     long[] calls = run(20);
     System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: " + Arrays.toString(calls));
-    for (int s = 0; s < calls.length; s++) {
-      long bound = s < 6 ? 3L * CEILING : CEILING * 11L / 10;
-      assertTrue(calls[s] <= bound, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
+    // the ramp (how far the first replies are from the last budgets made is real time, so it varies
+    // from run to run: 7,000-9,900 calls in the 3.7 s, before the change 29,000), then the ceiling
+    long ramp = whileMade + calls[0] + calls[1];
+    assertTrue(ramp <= 6L * CEILING, ramp + " calls while the fleet was made (1.7 s) and in the 2 s after: " + whileMade
+        + " then " + Arrays.toString(calls));
+    for (int s = 2; s < calls.length; s++) {
+      assertTrue(calls[s] <= CEILING * 5L / 4, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
     }
     assertEquals(0, degraded(), "no budget degraded");
+  }
+
+  @Test
+  void aProcessKnowsAtLeastItsOwnBudgetsAndScalesWhatRedisSaidByTheShareItHasHeardFrom() {
+    BudgetConfig config = BudgetConfig.builder("estimate").windowSeconds(60).build();
+    assertEquals(0, client.fleetEstimate("estimate"), "no budget of the name");
+    List<RetryBudget> made = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      made.add(client.budget(config));
+    }
+    assertEquals(100, client.fleetEstimate("estimate"), "its own budgets, before any reply");
+    client.learnedFleet("estimate", 1_000, true);
+    assertEquals(100_000, client.fleetEstimate("estimate"), "1 of its 100 heard with 1,000 in the fleet: 100 times that");
+    for (int i = 1; i < 100; i++) {
+      client.learnedFleet("estimate", 2_000, true);
+    }
+    assertEquals(2_000, client.fleetEstimate("estimate"), "all heard: what Redis said last");
+    client.learnedFleet("estimate", 50, false);
+    assertEquals(100, client.fleetEstimate("estimate"), "a fleet that shrank: never under its own budgets");
+    made.forEach(RetryBudget::close);
+    assertEquals(0, client.fleetEstimate("estimate"), "forgotten when its last budget closes");
   }
 
   @Test
