@@ -429,9 +429,9 @@ final class RedisRetryBudget implements RetryBudget {
 
   /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
   private CompletableFuture<BudgetReply> call(BudgetScripts scripts, long now, int need, long want) {
-    long requests = pendingRequests.sumThenReset();
-    long denied = pendingDenied.sumThenReset();
-    recordOwn(now, requests, 0, denied);
+    long[] moved = movePending(now);
+    long requests = moved[0];
+    long denied = moved[1];
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
     BudgetKeys k = keys;
     if (k == null) {
@@ -512,7 +512,7 @@ final class RedisRetryBudget implements RetryBudget {
     BudgetScripts scripts = client.scripts();
     if (scripts == null) {
       // never connected: keep the local window current so the fallback sees a window, not a backlog
-      recordOwn(clock.getAsLong(), pendingRequests.sumThenReset(), 0, pendingDenied.sumThenReset());
+      movePending(clock.getAsLong());
       return DONE;
     }
     long now = clock.getAsLong();
@@ -667,6 +667,21 @@ final class RedisRetryBudget implements RetryBudget {
         return true;
       }
       return false;
+    }
+  }
+
+  /**
+   * Moves the pending counts into this client's own window and returns them (requests, denied):
+   * under the lock the fallback decides under, so it sees them pending or in the window, never
+   * neither (a fallback decision in between saw no first attempts, and its cap of zero emptied the
+   * balance: BudgetFaultTest.fallbackPolicies).
+   */
+  private long[] movePending(long now) {
+    synchronized (ownCounts) {
+      long requests = pendingRequests.sumThenReset();
+      long denied = pendingDenied.sumThenReset();
+      recordOwn(now, requests, 0, denied);
+      return new long[] {requests, denied};
     }
   }
 
