@@ -315,11 +315,20 @@ final class RedisRetryBudget implements RetryBudget {
     return Math.max(MIN_LEASE_MILLIS, Math.min(bucketMillis(), spacing));
   }
 
-  /** How long a refusal is reused: until the budget refills a permit, within [exhaustedCacheTime, 1 s]. */
+  /**
+   * How long a refusal is reused: until the budget refills a permit, at most 1 s, and at least this
+   * client's share of the fleet's permit calls (3 N / C s, as leases), itself at most
+   * exhaustedCacheTime. A large fleet reuses a refusal for exhaustedCacheTime (its asks add up to C / 3
+   * a second); a small one asks again when the budget can grant (one client of a budget with a floor of
+   * 100/s: 10 ms, not 100 ms of refusing the retries the floor pays for).
+   */
   private long denialCacheMillis(BudgetReply reply) {
     long max = Math.max(exhaustedCacheMillis, MAX_DENIAL_CACHE_MILLIS);
     long next = reply.nextGrantMillis() < 0 ? max : reply.nextGrantMillis();
-    return Math.max(exhaustedCacheMillis, Math.min(max, next));
+    Learned l = learned;
+    long spacing = ASK_SHARE_DIVISOR * Math.max(1, l.activeClients()) * 1000L / Math.max(1, l.maxCallsPerSecond());
+    long min = Math.min(exhaustedCacheMillis, Math.max(1, spacing));
+    return Math.max(min, Math.min(max, next));
   }
 
   /**
