@@ -51,14 +51,7 @@ class BoundedCostTest {
     BudgetKeys keys = new BudgetKeys(config.name());
     Eventually.await("the hello reached Redis", Duration.ofSeconds(5),
         () -> (Long) redis.server().call("EXISTS", keys.window()) == 1 && b.learned().activeClients() == 1);
-    WindowRing ring = new WindowRing(redis.server(), keys);
-    long[][] slots = ring.slots();
-    for (int i = 0; i < WindowRing.SLOTS; i++) {
-      if (slots[i][WindowRing.T] != 0) {
-        long[] s = slots[i];
-        ring.plant(i, s[WindowRing.T], s[WindowRing.Q], s[WindowRing.G], s[WindowRing.D], clients, s[WindowRing.L]);
-      }
-    }
+    new WindowRing(redis.server(), keys).plantClients(clients);
     b.recordFirstAttempt();
     now.addAndGet(1_000);
     b.flush(false).join();

@@ -249,14 +249,7 @@ class FleetStartTest {
     Eventually.await("the hello reached Redis", Duration.ofSeconds(5),
         () -> (Long) redis.server().call("EXISTS", keys.window()) == 1 && b.learned().activeClients() == 1);
     // the fleet as 10,000 clients would have left it in the window ring
-    WindowRing ring = new WindowRing(redis.server(), keys);
-    long[][] slots = ring.slots();
-    for (int i = 0; i < WindowRing.SLOTS; i++) {
-      if (slots[i][WindowRing.T] != 0) {
-        long[] s = slots[i];
-        ring.plant(i, s[WindowRing.T], s[WindowRing.Q], s[WindowRing.G], s[WindowRing.D], FLEET, s[WindowRing.L]);
-      }
-    }
+    new WindowRing(redis.server(), keys).plantClients(FLEET);
     b.recordFirstAttempt();
     now.addAndGet(1_000);
     redis.server().pause();

@@ -48,6 +48,8 @@ final class StormRun {
   private final long[] harnessCpuMicros;
   // per second: how long the sampling interval really was (us); the figures above are scaled to 1 s
   private final long[] sampleIntervalMicros;
+  // per second: first attempts sent so far less those Redis's bucket ring counted (-1: not read)
+  private final long[] countLag;
   // per second: the latest a 2 ms tick started after its due time, and the longest tick (us)
   private final AtomicLong[] tickLagMaxMicros;
   private final AtomicLong[] tickRunMaxMicros;
@@ -118,6 +120,8 @@ final class StormRun {
     this.redisCpuMicros = new long[seconds + 2];
     this.harnessCpuMicros = new long[seconds + 2];
     this.sampleIntervalMicros = new long[seconds + 2];
+    this.countLag = new long[seconds + 2];
+    java.util.Arrays.fill(countLag, -1);
     this.tickLagMaxMicros = new AtomicLong[seconds + 2];
     this.tickRunMaxMicros = new AtomicLong[seconds + 2];
     for (int i = 0; i <= seconds + 1; i++) {
@@ -418,7 +422,13 @@ final class StormRun {
       prevEval = ev;
       prevAll = all;
       if (strategy == Strategy.FLEET) {
-        sampleWindow(redis);
+        long sent = first[seconds + 1].sum(); // the warm-up's, which Redis counted too
+        for (int i = 0; i < s; i++) {
+          sent += first[i].sum();
+        }
+        if (sampleWindow(redis) && !windowRingGone) {
+          countLag[s - 1] = sent - redisRequests();
+        }
       }
       if (s == o.healthySeconds + o.faultAtOutageSecond && o.fault.equals("scriptflush")) {
         for (RedisServerProcess m : redis.masters()) {
@@ -609,9 +619,9 @@ final class StormRun {
   }
 
   /** Reads the budget's bucket ring; a bucket stays in it for a whole window after it closes. */
-  private void sampleWindow(Redis redis) {
+  private boolean sampleWindow(Redis redis) {
     if (windowRingGone) {
-      return;
+      return false;
     }
     long[][] slots;
     try {
@@ -619,15 +629,37 @@ final class StormRun {
     } catch (ReflectiveOperationException | LinkageError e) {
       // the design under test has no such ring (another layout): not measured
       windowRingGone = true;
-      return;
+      return false;
     } catch (RuntimeException e) {
-      return; // the node is failing over: sample next second
+      return false; // the node is failing over: sample next second
     }
     for (long[] slot : slots) {
       if (slot[0] != 0) {
         redisGrantedByBucket.merge(slot[0], slot[2], Math::max);
+        redisRequestsByBucket.merge(slot[0], slot[1], Math::max);
       }
     }
+    return true;
+  }
+
+  // first attempts Redis counted per bucket (the largest count read: a bucket only grows)
+  private final java.util.Map<Long, Long> redisRequestsByBucket = new java.util.HashMap<>();
+
+  /** First attempts Redis counted over the run so far (every bucket is read while it is in the ring). */
+  private long redisRequests() {
+    long sum = 0;
+    for (long q : redisRequestsByBucket.values()) {
+      sum += q;
+    }
+    return sum;
+  }
+
+  /**
+   * First attempts the fleet had sent by the end of {@code second} and Redis had not counted when it
+   * was sampled: how far Redis's counts lag the truth (-1: not read that second).
+   */
+  long countLag(int second) {
+    return countLag[second];
   }
 
   private volatile boolean windowRingGone;

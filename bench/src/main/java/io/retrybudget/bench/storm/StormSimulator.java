@@ -94,15 +94,41 @@ public final class StormSimulator {
     }
   }
 
+  /**
+   * How far Redis's first-attempt counts lagged what the fleet had sent, sampled each second from
+   * t=1 to the end of the outage: median and max, in first attempts and in seconds of the fleet's
+   * first attempts (the mean rate of the seconds sampled).
+   */
+  static String countLagLine(StormRun r, long[] first, int from, int to) {
+    List<Long> lags = new java.util.ArrayList<>();
+    long sent = 0;
+    for (int s = 1; s < to; s++) {
+      sent += first[s];
+      if (r.countLag(s) >= 0) {
+        lags.add(r.countLag(s));
+      }
+    }
+    if (lags.isEmpty()) {
+      return "Redis's count of first attempts against those sent: not read (no bucket ring in this design).\n";
+    }
+    java.util.Collections.sort(lags);
+    double rate = sent / (double) Math.max(1, to - 1);
+    long median = lags.get(lags.size() / 2);
+    long max = lags.get(lags.size() - 1);
+    return String.format("Redis's count of first attempts lagged those sent (sampled each second, t=1..%d): median %,d (%.2f s of"
+        + " first attempts), max %,d (%.2f s).%n", to - 1, median, median / rate, max, max / rate);
+  }
+
   private static void writeRedisCsv(Path file, List<StormRun> runs) throws IOException {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file, StandardCharsets.UTF_8))) {
       w.println("second,strategy,evalsha_calls,all_redis_commands,redis_cpu_us,harness_cpu_us,tick_lag_max_us,"
-          + "tick_run_max_us,degraded_max,fallback_grants,fallback_denials,sample_interval_us");
+          + "tick_run_max_us,degraded_max,fallback_grants,fallback_denials,sample_interval_us,count_lag_first_attempts");
       for (StormRun r : runs) {
         for (int s = 0; s < r.seconds(); s++) {
           w.println(s + "," + r.strategy().id + "," + r.redisEvalsha(s) + "," + r.redisAll(s) + "," + r.redisCpuMicros(s)
               + "," + r.harnessCpuMicros(s) + "," + r.tickLagMaxMicros(s) + "," + r.tickRunMaxMicros(s) + ","
-              + r.maxDegraded(s) + "," + r.fallbackGrants(s) + "," + r.fallbackDenials(s) + "," + r.sampleIntervalMicros(s));
+              + r.maxDegraded(s) + "," + r.fallbackGrants(s) + "," + r.fallbackDenials(s) + "," + r.sampleIntervalMicros(s)
+              + "," + r.countLag(s));
         }
       }
     }
@@ -176,6 +202,7 @@ public final class StormSimulator {
         + " storm %.1f %%, max %.1f %%.%n", row.redisCpuHealthy(), row.redisCpuStorm(), row.redisCpuStormMax()));
     sb.append(String.format("degraded budgets: at most %,d of %,d at once, %,d ever; fallback decisions: %,d grants, %,d refusals.%n",
         degradedMax, o.clients, r.everDegraded(), fallbackGrants, fallbackDenials));
+    sb.append(countLagLine(r, first, from, to));
     sb.append(String.format("per-second ratio: "));
     for (int s = from; s < to; s++) {
       sb.append(String.format(java.util.Locale.ROOT, "%s%.2f", s == from ? "" : " ", StormStats.perSecondRatio(first[s], retries[s])));

@@ -63,4 +63,15 @@ public final class WindowRing {
         Long.toString(grants), Long.toString(denied), Long.toString(clients), Long.toString(lastGrantMs));
   }
 
+  /** Every slot in use made to report {@code clients} active clients, as a fleet of that size would leave it. */
+  public void plantClients(long clients) {
+    long[][] slots = slots();
+    for (int i = 0; i < SLOTS; i++) {
+      if (slots[i][T] != 0) {
+        long[] s = slots[i];
+        plant(i, s[T], s[Q], s[G], s[D], clients, s[L]);
+      }
+    }
+  }
+
 }
