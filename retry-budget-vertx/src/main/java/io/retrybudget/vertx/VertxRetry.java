@@ -121,15 +121,7 @@ public final class VertxRetry implements AutoCloseable {
   public <T> Future<T> execute(String ownKey, Function<AttemptContext, Future<T>> attempt, Future<?> cancellation) {
     Objects.requireNonNull(attempt, "attempt must not be null");
     Context caller = vertx.getOrCreateContext();
-    CompletableFuture<T> call = executor.callAsync(ownKey, context -> onContext(caller, attempt, context));
-    // a promise of the caller's context: its handlers run there, whichever thread completes it and
-    // whenever they are added (even after completion, from a thread outside Vert.x)
-    Promise<T> result = ((io.vertx.core.internal.ContextInternal) caller).promise();
-    call.whenComplete((value, failure) -> complete(result, value, failure));
-    if (cancellation != null) {
-      cancellation.onComplete(ignored -> call.cancel(false));
-    }
-    return result.future();
+    return onCaller(caller, executor.callAsync(ownKey, context -> onContext(caller, attempt, context)), cancellation);
   }
 
   /**
@@ -150,7 +142,15 @@ public final class VertxRetry implements AutoCloseable {
   public <T> Future<T> executeCancellable(String ownKey, CancellableAttempt<T> attempt, Future<?> cancellation) {
     Objects.requireNonNull(attempt, "attempt must not be null");
     Context caller = vertx.getOrCreateContext();
-    CompletableFuture<T> call = executor.callAsync(ownKey, context -> onContext(caller, attempt, context));
+    return onCaller(caller, executor.callAsync(ownKey, context -> onContext(caller, attempt, context)), cancellation);
+  }
+
+  /**
+   * The call's outcome as a future of the caller's context: its handlers run there, whichever thread
+   * completes it and whenever they are added (even after completion, from a thread outside Vert.x);
+   * {@code cancellation} (may be null) cancels the call.
+   */
+  private static <T> Future<T> onCaller(Context caller, CompletableFuture<T> call, Future<?> cancellation) {
     Promise<T> result = ((io.vertx.core.internal.ContextInternal) caller).promise();
     call.whenComplete((value, failure) -> complete(result, value, failure));
     if (cancellation != null) {
