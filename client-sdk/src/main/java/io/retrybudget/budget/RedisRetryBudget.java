@@ -81,6 +81,10 @@ final class RedisRetryBudget implements RetryBudget {
   private final AtomicLong callsSent = new AtomicLong();
   private final LongAdder pendingRequests = new LongAdder();
   private final LongAdder pendingDenied = new LongAdder();
+  // counts Redis did not apply (a stale or missing reply): sent again with the next call, and already
+  // in ownCounts (so not recorded there a second time)
+  private final LongAdder resendRequests = new LongAdder();
+  private final LongAdder resendDenied = new LongAdder();
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
   private final SlidingWindowCounts ownCounts;
   // the LOCAL fallback's paced balance over this client's own first attempts (guarded by ownCounts)
@@ -90,8 +94,6 @@ final class RedisRetryBudget implements RetryBudget {
   private final ScheduledFuture<?> flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
-  // when Redis last said "exhausted": the fallback does not grant on top of a spent fleet budget
-  private volatile long lastExhaustedAt = Long.MIN_VALUE / 2; // far past, and safe to subtract from
   // permits Redis granted to calls this client had already given up on, kept for the next retry
   private final java.util.concurrent.atomic.AtomicInteger latePermits = new java.util.concurrent.atomic.AtomicInteger();
   private volatile long latePermitsUntil = Long.MIN_VALUE;
@@ -258,9 +260,7 @@ final class RedisRetryBudget implements RetryBudget {
     if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
       holdPermits(Math.max(1, late.granted()), clock.getAsLong(), Math.max(bucketMillis(), leaseMillis(learned)));
     } else if (BudgetReply.DENIED.equals(late.status())) {
-      long now = clock.getAsLong();
-      lastExhaustedAt = now;
-      exhaustedUntil = now + denialCacheMillis(late);
+      exhausted(clock.getAsLong(), late);
     }
   }
 
@@ -427,12 +427,23 @@ final class RedisRetryBudget implements RetryBudget {
         return BudgetDecision.GRANTED_SHADOW;
       case BudgetReply.DENIED:
         recordOwn(0, 0, 1);
-        long now = clock.getAsLong();
-        lastExhaustedAt = now;
-        exhaustedUntil = now + denialCacheMillis(reply);
+        exhausted(clock.getAsLong(), reply);
         return BudgetDecision.DENIED_EXHAUSTED;
       default:
         throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
+    }
+  }
+
+  /**
+   * Redis said "exhausted": the refusal is reused for a while, and this client's share of the paced
+   * balance is spent too (the fleet's balance was empty a moment ago, so the LOCAL fallback starts
+   * from nothing and refills at this client's pace, as Redis's does, instead of granting what it
+   * saved up on top of a spent fleet budget).
+   */
+  private void exhausted(long now, BudgetReply reply) {
+    exhaustedUntil = now + denialCacheMillis(reply);
+    synchronized (ownCounts) {
+      ownBalance.take(updateOwnBalance(now, learned));
     }
   }
 
@@ -462,9 +473,9 @@ final class RedisRetryBudget implements RetryBudget {
           scheduleNextFlush(now, told);
         }
       } else {
-        // Redis applied none of it: the counts go with the next call
-        pendingRequests.add(requests);
-        pendingDenied.add(denied);
+        // Redis applied none of it: the counts go with the next call (they are in ownCounts already)
+        resendRequests.add(requests);
+        resendDenied.add(denied);
       }
       return reply;
     });
@@ -542,7 +553,7 @@ final class RedisRetryBudget implements RetryBudget {
       return DONE;
     }
     try {
-      if (!hello && !degraded && pendingRequests.sum() == 0 && pendingDenied.sum() == 0) {
+      if (!hello && !degraded && !hasUnsentCounts()) {
         flushInFlight.set(false);
         return DONE; // an idle healthy client costs Redis nothing
       }
@@ -645,38 +656,41 @@ final class RedisRetryBudget implements RetryBudget {
     return BudgetDecision.DENIED_FALLBACK;
   }
 
+  private boolean hasUnsentCounts() {
+    return pendingRequests.sum() > 0 || pendingDenied.sum() > 0 || resendRequests.sum() > 0 || resendDenied.sum() > 0;
+  }
+
   /**
    * The LOCAL fallback: the budget's paced rule (lua/budget.lua) over this client's own first
    * attempts, with its share of the fleet floor (floor over the clients Redis last counted; none
-   * before it has said) as the floor; nothing within one window after Redis said "exhausted".
+   * before it has said) as the floor; its balance was emptied when Redis last said "exhausted".
    */
   private boolean tryLocalGrant(long now) {
-    if (now - lastExhaustedAt < ownCounts.windowMillis()) {
-      // Redis said "exhausted" less than a window ago: this client's share of the fleet budget is
-      // spent too, whatever its own counts say (Redis's grants went to other clients as well)
-      return false;
-    }
     Learned config = learned; // one snapshot: never a mix of an old and a new configuration
     synchronized (ownCounts) {
-      long requests = ownCounts.requests(now) + pendingRequests.sum();
-      long clients = config.activeClients();
-      long floorPpm = client.fallbackSharesFloor() && clients > 0
-          ? config.minRetriesPerSecond() * io.retrybudget.budget.internal.PaceArithmetic.PPM / clients
-          : 0;
-      // every first attempt seen (sent or pending) deposits once; a count moving from pending into
-      // ownCounts in between is seen as neither for a moment, never as both
-      long seen = ownRequestsEver + pendingRequests.sum();
-      long add = Math.max(0, seen - ownDeposited);
-      ownDeposited = Math.max(ownDeposited, seen);
-      long available = ownBalance.update(now, add, requests, ownCounts.spanMillis(now), ownCounts.windowMillis() / 1000,
-          config.ratioPpm(), floorPpm);
-      if (available >= 1) {
+      if (updateOwnBalance(now, config) >= 1) {
         ownBalance.take(1);
         ownCounts.add(now, 0, 1, 0);
         return true;
       }
       return false;
     }
+  }
+
+  /** Brings the LOCAL fallback's balance up to {@code now}; returns its whole permits. Under ownCounts' lock. */
+  private long updateOwnBalance(long now, Learned config) {
+    long requests = ownCounts.requests(now) + pendingRequests.sum();
+    long clients = config.activeClients();
+    long floorPpm = client.fallbackSharesFloor() && clients > 0
+        ? config.minRetriesPerSecond() * io.retrybudget.budget.internal.PaceArithmetic.PPM / clients
+        : 0;
+    // every first attempt seen (sent or pending) deposits once; a count moving from pending into
+    // ownCounts in between is seen as neither for a moment, never as both
+    long seen = ownRequestsEver + pendingRequests.sum();
+    long add = Math.max(0, seen - ownDeposited);
+    ownDeposited = Math.max(ownDeposited, seen);
+    return ownBalance.update(now, add, requests, ownCounts.spanMillis(now), ownCounts.windowMillis() / 1000,
+        config.ratioPpm(), floorPpm);
   }
 
   /**
@@ -690,8 +704,22 @@ final class RedisRetryBudget implements RetryBudget {
       long requests = pendingRequests.sumThenReset();
       long denied = pendingDenied.sumThenReset();
       recordOwn(now, requests, 0, denied);
-      return new long[] {requests, denied};
+      // and what Redis did not apply before: sent again, in ownCounts already
+      return new long[] {requests + resendRequests.sumThenReset(), denied + resendDenied.sumThenReset()};
     }
+  }
+
+  /** This client's own first attempts in its window, sent or not (for tests). */
+  long ownRequests() {
+    long now = clock.getAsLong();
+    synchronized (ownCounts) {
+      return ownCounts.requests(now) + pendingRequests.sum();
+    }
+  }
+
+  /** The id budget.lua de-duplicates this client's calls by (for tests). */
+  String clientId() {
+    return sequence.clientId();
   }
 
   private void recordOwn(long requests, long retries, long denied) {
@@ -717,7 +745,7 @@ final class RedisRetryBudget implements RetryBudget {
     flushTask.cancel(false);
     unusedPermits.addAndGet(latePermits.getAndSet(0));
     BudgetScripts scripts = client.scripts();
-    if (scripts != null && (pendingRequests.sum() > 0 || pendingDenied.sum() > 0)) {
+    if (scripts != null && hasUnsentCounts()) {
       try {
         // closing is off the hot path: wait longer than a timer flush would
         call(scripts, clock.getAsLong(), 0, 0).get(Math.max(flushTimeoutMillis, CLOSE_FLUSH_TIMEOUT_MILLIS), TimeUnit.MILLISECONDS);

@@ -28,7 +28,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * from starting and serving; the master of a budget's slot killed in the middle of a storm: its
  * replica takes over and permits come from Redis again within 2 s of its promotion (kill to promotion
  * and promotion to the first permit measured apart), for the running clients and for a client
- * started while the dead master is still listed.
+ * started while the dead master is still listed; until then the LOCAL fallback serves permits at the
+ * budget's ratio, from well within cluster-node-timeout + 2 s of the kill.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterFailoverTest {
@@ -91,8 +92,13 @@ class ClusterFailoverTest {
         t.start();
         threads.add(t);
       }
+      // a second budget on the same master, asked for a retry after every first attempt at ratio 0.1 and
+      // no floor: Redis answers "exhausted" most of the time, so its fallback starts from an empty balance
+      PacedStorm paced = new PacedStorm(client, sameMasterName(master, "failover-paced-"), killedAt);
+      threads.addAll(paced.start(2, running));
       try {
         Eventually.await("storm served by Redis", Duration.ofSeconds(30), () -> lastFromRedis.get() > 0);
+        Eventually.await("paced storm exhausted in Redis", Duration.ofSeconds(30), () -> paced.exhaustedByRedis.get() > 0);
         RedisServerProcess survivor = redis.clusterProcesses().masters().stream()
             .filter(m -> m != master && m.isAlive()).findFirst().orElseThrow();
         String deadId = String.valueOf(master.call("CLUSTER", "MYID"));
@@ -120,6 +126,18 @@ class ClusterFailoverTest {
         // refresh and one probe of the degraded budget), 2.2 s once at load 8 with a 1.1 s refresh
         assertTrue(clientMs <= 2_000, "permits from Redis again " + clientMs + " ms after the promotion ("
             + tookMs + " ms after the kill)");
+        // meanwhile the client served permits from its LOCAL fallback, at the budget's ratio: the
+        // issue's "permits served again within NT + 2 s of the kill", by the client while Redis fails over
+        Eventually.await("paced budget from Redis again", Duration.ofSeconds(10), () -> paced.fromRedisAfterKill.get() > 0);
+        long fallbackMs = paced.firstFallbackGrant.get() == Long.MAX_VALUE ? -1 : (paced.firstFallbackGrant.get() - killed) / 1_000_000;
+        double ratio = paced.fallbackGrants.get() / (double) Math.max(1, paced.firstAttemptsAfterKill.get());
+        System.out.println("Cluster failover, paced budget (ratio 0.1, no floor): first permit from the fallback "
+            + fallbackMs + " ms after the kill (-1: none); until Redis served it again " + paced.fallbackGrants.get()
+            + " fallback grants for " + paced.firstAttemptsAfterKill.get() + " first attempts = " + String.format("%.3f", ratio));
+        assertTrue(fallbackMs >= 0 && fallbackMs <= RedisClusterProcesses.NODE_TIMEOUT_MS + 2_000,
+            "permits served from the fallback " + fallbackMs + " ms after the kill");
+        // its own first attempts times 0.1, plus at most half a second's worth saved up (the cap)
+        assertTrue(ratio > 0.03 && ratio < 0.25, "fallback ratio " + ratio);
 
         // a client started now, while the dead master is still listed as master,fail, serves too
         try (RedisBudgetClient late = RedisBudgetClient.builder(redis.connectionOptions().build())
@@ -138,6 +156,67 @@ class ClusterFailoverTest {
           t.join(5_000);
         }
       }
+    }
+  }
+
+  /** A budget name whose slot is on {@code master}. */
+  private static String sameMasterName(RedisServerProcess master, String prefix) {
+    for (int i = 0; ; i++) {
+      if (redis.clusterProcesses().masterFor(new BudgetKeys(prefix + i, true).config()) == master) {
+        return prefix + i;
+      }
+    }
+  }
+
+  /**
+   * Threads asking one budget for a retry after each first attempt, about one a millisecond each;
+   * after the kill it counts first attempts and fallback grants until Redis decides again.
+   */
+  private static final class PacedStorm {
+    final RetryBudget budget;
+    final AtomicLong killedAt;
+    final AtomicLong exhaustedByRedis = new AtomicLong();
+    final AtomicLong firstAttemptsAfterKill = new AtomicLong();
+    final AtomicLong fallbackGrants = new AtomicLong();
+    final AtomicLong firstFallbackGrant = new AtomicLong(Long.MAX_VALUE);
+    final AtomicLong fromRedisAfterKill = new AtomicLong();
+
+    PacedStorm(RedisBudgetClient client, String name, AtomicLong killedAt) {
+      this.budget = client.budget(BudgetConfig.builder(name).ratio(0.1).minRetriesPerSecond(0).windowSeconds(60).build());
+      this.killedAt = killedAt;
+    }
+
+    List<Thread> start(int threads, AtomicBoolean running) {
+      List<Thread> started = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        Thread t = new Thread(() -> {
+          while (running.get()) {
+            boolean afterKill = killedAt.get() != Long.MAX_VALUE;
+            boolean counting = afterKill && fromRedisAfterKill.get() == 0;
+            budget.recordFirstAttempt();
+            if (counting) {
+              firstAttemptsAfterKill.incrementAndGet();
+            }
+            BudgetDecision d = budget.acquireBlocking();
+            long now = System.nanoTime();
+            if (d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
+              exhaustedByRedis.incrementAndGet();
+            }
+            if (afterKill && (d.reason() == BudgetDecision.Reason.GRANTED || d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED)
+                && now - killedAt.get() > TimeUnit.MILLISECONDS.toNanos(50)) {
+              fromRedisAfterKill.incrementAndGet();
+            } else if (counting && d.reason() == BudgetDecision.Reason.GRANTED_FALLBACK) {
+              fallbackGrants.incrementAndGet();
+              firstFallbackGrant.accumulateAndGet(now, Math::min);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+          }
+        });
+        t.setDaemon(true);
+        t.start();
+        started.add(t);
+      }
+      return started;
     }
   }
 
