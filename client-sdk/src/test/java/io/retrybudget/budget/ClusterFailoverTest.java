@@ -132,7 +132,8 @@ class ClusterFailoverTest {
         long fallbackMs = paced.firstFallbackGrant.get() == Long.MAX_VALUE ? -1 : (paced.firstFallbackGrant.get() - killed) / 1_000_000;
         double ratio = paced.fallbackGrants.get() / (double) Math.max(1, paced.firstAttemptsAfterKill.get());
         System.out.println("Cluster failover, paced budget (ratio 0.1, no floor): first permit from the fallback "
-            + fallbackMs + " ms after the kill (-1: none); until Redis served it again " + paced.fallbackGrants.get()
+            + fallbackMs + " ms after the kill (-1: none; degraded at "
+            + timeline.msAfter(paced.degradedAt.get(), killed) + " ms); until Redis served it again " + paced.fallbackGrants.get()
             + " fallback grants for " + paced.firstAttemptsAfterKill.get() + " first attempts = " + String.format("%.3f", ratio));
         assertTrue(fallbackMs >= 0 && fallbackMs <= RedisClusterProcesses.NODE_TIMEOUT_MS + 2_000,
             "permits served from the fallback " + fallbackMs + " ms after the kill");
@@ -180,6 +181,7 @@ class ClusterFailoverTest {
     final AtomicLong fallbackGrants = new AtomicLong();
     final AtomicLong firstFallbackGrant = new AtomicLong(Long.MAX_VALUE);
     final AtomicLong fromRedisAfterKill = new AtomicLong();
+    final AtomicLong degradedAt = new AtomicLong(Long.MAX_VALUE);
 
     PacedStorm(RedisBudgetClient client, String name, AtomicLong killedAt) {
       this.budget = client.budget(BudgetConfig.builder(name).ratio(0.1).minRetriesPerSecond(0).windowSeconds(60).build());
@@ -199,6 +201,9 @@ class ClusterFailoverTest {
             }
             BudgetDecision d = budget.acquireBlocking();
             long now = System.nanoTime();
+            if (counting && budget.isDegraded()) {
+              degradedAt.accumulateAndGet(now, Math::min);
+            }
             if (d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED) {
               exhaustedByRedis.incrementAndGet();
             }
