@@ -434,17 +434,9 @@ final class RedisRetryBudget implements RetryBudget {
     }
   }
 
-  /**
-   * Redis said "exhausted": the refusal is reused for a while, and this client's share of the paced
-   * balance is spent too (the fleet's balance was empty a moment ago, so the LOCAL fallback starts
-   * from nothing and refills at this client's pace, as Redis's does, instead of granting what it
-   * saved up on top of a spent fleet budget).
-   */
+  /** Redis said "exhausted": the refusal is reused for a while. */
   private void exhausted(long now, BudgetReply reply) {
     exhaustedUntil = now + denialCacheMillis(reply);
-    synchronized (ownCounts) {
-      ownBalance.take(updateOwnBalance(now, learned));
-    }
   }
 
   /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
@@ -590,7 +582,16 @@ final class RedisRetryBudget implements RetryBudget {
     // a budget whose keys in Redis are broken will not heal by asking again: fall back at once
     boolean broken = cause instanceof BrokenBudgetException;
     if ((consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES || broken) && !degraded) {
-      degradedSince = clock.getAsLong();
+      long now = clock.getAsLong();
+      degradedSince = now;
+      synchronized (ownCounts) {
+        // the LOCAL fallback starts from nothing and refills at this client's pace, as Redis's balance
+        // does: what this client saved up while Redis decided is not its share of the fleet's balance
+        // (that may well be spent), and N clients each granting their saved-up permit at once would be
+        // a burst of N retries whatever the ratio
+        updateOwnBalance(now, learned);
+        ownBalance.drain();
+      }
       degraded = true;
       timesDegraded.incrementAndGet();
       client.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
@@ -663,7 +664,7 @@ final class RedisRetryBudget implements RetryBudget {
   /**
    * The LOCAL fallback: the budget's paced rule (lua/budget.lua) over this client's own first
    * attempts, with its share of the fleet floor (floor over the clients Redis last counted; none
-   * before it has said) as the floor; its balance was emptied when Redis last said "exhausted".
+   * before it has said) as the floor; its balance starts empty each time the budget degrades.
    */
   private boolean tryLocalGrant(long now) {
     Learned config = learned; // one snapshot: never a mix of an old and a new configuration

@@ -39,6 +39,13 @@ public final class PacedBalance {
     balance -= permits * PaceArithmetic.PPM;
   }
 
+  /** Empties the balance (from the last update on it refills as before). */
+  public void drain() {
+    if (balance > 0) {
+      balance = 0;
+    }
+  }
+
   public long balance() {
     return Math.max(0, balance);
   }

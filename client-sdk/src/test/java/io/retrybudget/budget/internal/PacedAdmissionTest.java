@@ -140,6 +140,24 @@ class PacedAdmissionTest {
     assertTrue(empty > 5, "then seconds with next to nothing: " + empty);
   }
 
+  @Test
+  void aDrainedBalanceRefillsFromNothingAtItsRate() {
+    PacedBalance b = new PacedBalance();
+    // 1,000 first attempts over a 10 s window at ratio 0.1: 10 permits a second, cap 5
+    assertEquals(5, b.update(0, 1_000, 1_000, 10_000, WINDOW_S, RATIO_PPM, 0));
+    b.drain();
+    assertEquals(0, b.balance());
+    assertEquals(0, b.update(1, 0, 1_000, 10_000, WINDOW_S, RATIO_PPM, 0), "time alone refills nothing without a floor");
+    assertEquals(1, b.update(2, 10, 1_010, 10_000, WINDOW_S, RATIO_PPM, 0), "10 first attempts deposit one permit");
+    b.drain();
+    assertEquals(0, b.update(2, 0, 1_010, 10_000, WINDOW_S, RATIO_PPM, 0));
+    // with a floor of 2 a second, 500 ms refill one permit
+    assertEquals(1, b.update(502, 0, 1_010, 10_000, WINDOW_S, RATIO_PPM, 2 * PaceArithmetic.PPM));
+    PacedBalance none = new PacedBalance();
+    none.drain(); // before any update: nothing to drain, the first update starts it as usual
+    assertEquals(5, none.update(0, 1_000, 1_000, 10_000, WINDOW_S, RATIO_PPM, 0));
+  }
+
   private static String describe(long[][] seconds) {
     StringBuilder sb = new StringBuilder();
     for (long[] s : seconds) {
