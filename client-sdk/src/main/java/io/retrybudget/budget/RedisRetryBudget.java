@@ -91,6 +91,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final io.retrybudget.budget.internal.PacedBalance ownBalance = new io.retrybudget.budget.internal.PacedBalance();
   private long ownRequestsEver; // first attempts ever put in ownCounts (guarded by ownCounts)
   private long ownDeposited; // of those and the pending ones, how many went into ownBalance (guarded by ownCounts)
+  private long ownDebt; // micro-permits the fallback granted ahead of its deposits, paid from the next ones (guarded by ownCounts)
   private final ScheduledFuture<?> flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
@@ -585,12 +586,20 @@ final class RedisRetryBudget implements RetryBudget {
       long now = clock.getAsLong();
       degradedSince = now;
       synchronized (ownCounts) {
-        // the LOCAL fallback starts from nothing and refills at this client's pace, as Redis's balance
-        // does: what this client saved up while Redis decided is not its share of the fleet's balance
-        // (that may well be spent), and N clients each granting their saved-up permit at once would be
-        // a burst of N retries whatever the ratio
+        // the LOCAL fallback starts from about nothing and refills at this client's pace, as Redis's
+        // balance does: what this client saved up while Redis decided is not its share of the fleet's
+        // balance (that may well be spent), and N clients each granting their saved-up permit at once
+        // would be a burst of N retries whatever the ratio. It starts at a random point of a permit's
+        // cycle, within half a permit either side of empty (owed below it): clients that degrade
+        // together then grant out of step, not in waves, and none on average before it paid for it
         updateOwnBalance(now, learned);
-        ownBalance.drain();
+        long phase = (long) ((random.getAsDouble() - 0.5) * PPM);
+        if (phase >= 0) {
+          ownBalance.drainTo(phase);
+        } else {
+          ownBalance.drain();
+          ownDebt = Math.max(ownDebt, -phase);
+        }
       }
       degraded = true;
       timesDegraded.incrementAndGet();
@@ -664,13 +673,34 @@ final class RedisRetryBudget implements RetryBudget {
   /**
    * The LOCAL fallback: the budget's paced rule (lua/budget.lua) over this client's own first
    * attempts, with its share of the fleet floor (floor over the clients Redis last counted; none
-   * before it has said) as the floor; its balance starts empty each time the budget degrades.
+   * before it has said) as the floor; its balance starts empty each time the budget degrades, and a
+   * fraction of a permit grants with that probability (the rest owed), so each client gets its share
+   * on average however small it is.
    */
   private boolean tryLocalGrant(long now) {
     Learned config = learned; // one snapshot: never a mix of an old and a new configuration
     synchronized (ownCounts) {
-      if (updateOwnBalance(now, config) >= 1) {
+      long available = updateOwnBalance(now, config);
+      if (ownDebt > 0) {
+        ownDebt -= ownBalance.withdraw(ownDebt);
+        if (ownDebt > 0) {
+          return false;
+        }
+        available = io.retrybudget.budget.internal.PaceArithmetic.available(ownBalance.balance());
+      }
+      if (available >= 1) {
         ownBalance.take(1);
+        ownCounts.add(now, 0, 1, 0);
+        return true;
+      }
+      // less than a whole permit: granted with the probability of the fraction held, and the rest is
+      // owed. A client's share is often a fraction of a permit (one of 1,000 clients, 2 first attempts a
+      // second, ratio 0.1: a permit every 5 s); saving up a whole one would leave the fleet seconds
+      // without a retry after it degrades together, then grant in waves as its clients get there together
+      long held = ownBalance.balance();
+      if (held > 0 && random.getAsDouble() * PPM < held) {
+        ownDebt = PPM - held;
+        ownBalance.drain();
         ownCounts.add(now, 0, 1, 0);
         return true;
       }

@@ -240,7 +240,7 @@ class BudgetFaultTest {
   }
 
   @Test
-  void theFallbackGrantsNothingRightAfterTheFleetBudgetWasSpent() {
+  void theFallbackGrantsAtMostItsStartingPhaseRightAfterTheFleetBudgetWasSpent() {
     RetryBudget spent = client.budget(BudgetConfig.builder("spent").minRetriesPerSecond(0).ratio(1.0).build());
     for (int i = 0; i < 100; i++) {
       spent.recordFirstAttempt();
@@ -248,9 +248,13 @@ class BudgetFaultTest {
     Eventually.await("exhausted answer from Redis", Duration.ofSeconds(3),
         () -> exhaust(spent));
     redis.server().kill();
+    int granted = 0;
     for (int i = 0; i < 5; i++) {
-      assertTrue(!spent.acquireBlocking().granted(), "no local grants on a fleet budget spent a moment ago");
+      granted += spent.acquireBlocking().granted() ? 1 : 0;
     }
+    // no new first attempt, no floor: nothing refills; the fallback starts within half a permit of
+    // empty (a random phase, owed when below), so one grant at most, with that half permit's chance
+    assertTrue(granted <= 1, granted + " local grants on a fleet budget spent a moment ago");
   }
 
   /** Spends the budget's allowance; true once Redis answers "exhausted". */

@@ -19,8 +19,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A client's own counts, which its LOCAL fallback decides over, against a real Redis: counts Redis
- * did not apply are sent again and counted once; an "exhausted" answer from Redis empties the
- * fallback's balance, which then refills at the client's own pace (not nothing for a window).
+ * did not apply are sent again and counted once; when the budget degrades the fallback starts from
+ * about nothing, whatever it saved up, and refills at the client's own pace (after an "exhausted"
+ * answer too: not nothing for a window).
  */
 class OwnCountsTest {
   @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
@@ -115,7 +116,9 @@ class OwnCountsTest {
         early.incrementAndGet();
       }
     }
-    assertEquals(0, early.get(), "grants before any new first attempt: the fallback starts from an empty balance");
+    // it starts within half a permit of empty, at a random point (so a fleet degraded together grants
+    // out of step): at most one grant, with that half permit's chance, and never what it saved up
+    assertTrue(early.get() <= 1, early.get() + " grants before any new first attempt: the fallback starts from about nothing");
     for (int i = 0; i < 20; i++) {
       budget.recordFirstAttempt();
     }
@@ -127,8 +130,10 @@ class OwnCountsTest {
         granted++;
       }
     }
-    // 20 first attempts at ratio 1.0 deposit 20 permits, under the cap (half a second of the rate)
-    assertTrue(granted >= 1 && granted <= 20, "the fallback pays the new first attempts' share: " + granted + " of 20");
+    // 20 first attempts at ratio 1.0 deposit 20 permits, under the cap (half a second of the rate),
+    // less what an early grant or the starting phase owes
+    assertTrue(granted >= 1 && early.get() + granted <= 20, "the fallback pays the new first attempts' share: "
+        + granted + " of 20 (" + early.get() + " before)");
   }
 
   /** First attempts in the budget's window as status.lua reports them. */

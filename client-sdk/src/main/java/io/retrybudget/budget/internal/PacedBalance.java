@@ -39,10 +39,22 @@ public final class PacedBalance {
     balance -= permits * PaceArithmetic.PPM;
   }
 
+  /** Withdraws up to {@code micros} micro-permits; returns how many it could (not more than the balance). */
+  public long withdraw(long micros) {
+    long taken = Math.max(0, Math.min(micros, balance));
+    balance -= taken;
+    return taken;
+  }
+
   /** Empties the balance (from the last update on it refills as before). */
   public void drain() {
-    if (balance > 0) {
-      balance = 0;
+    drainTo(0);
+  }
+
+  /** Keeps at most {@code micros} micro-permits of the balance. */
+  public void drainTo(long micros) {
+    if (balance > micros) {
+      balance = Math.max(0, micros);
     }
   }
 

@@ -153,6 +153,14 @@ class PacedAdmissionTest {
     assertEquals(0, b.update(2, 0, 1_010, 10_000, WINDOW_S, RATIO_PPM, 0));
     // with a floor of 2 a second, 500 ms refill one permit
     assertEquals(1, b.update(502, 0, 1_010, 10_000, WINDOW_S, RATIO_PPM, 2 * PaceArithmetic.PPM));
+    assertEquals(2, b.update(1002, 0, 1_010, 10_000, WINDOW_S, RATIO_PPM, 2 * PaceArithmetic.PPM));
+    b.drainTo(PaceArithmetic.PPM / 2);
+    assertEquals(PaceArithmetic.PPM / 2, b.balance(), "drainTo keeps at most that much");
+    b.drainTo(PaceArithmetic.PPM);
+    assertEquals(PaceArithmetic.PPM / 2, b.balance(), "and never adds");
+    assertEquals(PaceArithmetic.PPM / 4, b.withdraw(PaceArithmetic.PPM / 4));
+    assertEquals(PaceArithmetic.PPM / 4, b.withdraw(PaceArithmetic.PPM), "withdraws no more than the balance");
+    assertEquals(0, b.balance());
     PacedBalance none = new PacedBalance();
     none.drain(); // before any update: nothing to drain, the first update starts it as usual
     assertEquals(5, none.update(0, 1_000, 1_000, 10_000, WINDOW_S, RATIO_PPM, 0));

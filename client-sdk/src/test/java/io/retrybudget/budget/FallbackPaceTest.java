@@ -1,0 +1,123 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A fleet whose Redis dies in the middle of an outage of the dependency, on a fake clock: 200 budgets
+ * of one name, 2 first attempts a second each, every one failing and asking for a retry. They degrade
+ * together and decide from the LOCAL fallback, each from its own share: 2 x 0.1 + 10 / 200 = 0.25
+ * permits a second, a fraction of a permit at any moment. The fleet must go on retrying at about its
+ * ratio every second, not save up whole permits in step (seconds with no retry, then all 200 at once).
+ */
+class FallbackPaceTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+  private static final int FLEET = 200;
+  private static final long STEP = 100;
+
+  private final AtomicLong now = new AtomicLong(1_000_000);
+  private final Random random = new Random(23);
+  private final List<RedisRetryBudget> fleet = new ArrayList<>();
+  private RedisBudgetClient client;
+
+  @BeforeEach
+  void start() {
+    redis.server().restart();
+    client = RedisBudgetClient.builder(redis.connectionOptions().build())
+        .callTimeout(Duration.ofSeconds(1)).millisClock(now::get).random(random::nextDouble).build();
+    // build() waits at most the connect timeout; the fleet starts on a connected client
+    Eventually.await("connected", Duration.ofSeconds(10), () -> !client.isDegraded());
+    BudgetConfig config = BudgetConfig.builder("fallback-pace").ratio(0.1).minRetriesPerSecond(10).windowSeconds(10).build();
+    for (int i = 0; i < FLEET; i++) {
+      fleet.add((RedisRetryBudget) client.budget(config));
+    }
+  }
+
+  @AfterEach
+  void stop() {
+    client.close();
+  }
+
+  @Test
+  void aFleetDegradedTogetherRetriesAtItsRatioEverySecond() {
+    // healthy: Redis counts the fleet (so each client knows its floor share is 10 / 200 a second)
+    for (int s = 0; s < 4; s++) {
+      second(true);
+    }
+    assertTrue(fleet.stream().allMatch(b -> b.learned().activeClients() == FLEET),
+        "every budget knows the fleet's size: " + fleet.get(0).learned() + " heard " + fleet.get(0).heardFromRedis() + " calls " + fleet.get(0).callsSent() + " degraded " + fleet.stream().filter(RedisRetryBudget::isDegraded).count());
+    redis.server().kill();
+    Eventually.await("every budget degraded", Duration.ofSeconds(20), () -> {
+      List<CompletableFuture<BudgetDecision>> asks = new ArrayList<>();
+      for (RedisRetryBudget b : fleet) {
+        if (!b.isDegraded()) {
+          asks.add(b.acquire().toCompletableFuture());
+        }
+      }
+      asks.forEach(CompletableFuture::join);
+      return fleet.stream().allMatch(RedisRetryBudget::isDegraded);
+    });
+    long[][] seconds = new long[10][];
+    for (int s = 0; s < seconds.length; s++) {
+      seconds[s] = second(false);
+    }
+    double[] ratios = Arrays.stream(seconds).mapToDouble(s -> s[1] / (double) s[0]).toArray();
+    System.out.println("fallback, 200 budgets degraded together: per-second ratio " + Arrays.toString(ratios));
+    for (int s = 0; s < seconds.length; s++) {
+      assertEquals(FLEET * 2, seconds[s][0]);
+      // expected (400 x 0.1 + 10) / 400 = 0.125 a second
+      assertTrue(ratios[s] >= 0.03 && ratios[s] <= 0.25, "second " + s + " after degrading: " + ratios[s]
+          + " (all: " + Arrays.toString(ratios) + ")");
+    }
+    long grants = Arrays.stream(seconds).mapToLong(s -> s[1]).sum();
+    // over the 10 s: 4,000 first attempts x 0.1 + 10 x 10 s = 500, less the part of the first 500 ms
+    // each client's first deposits go to (it starts empty), and no more than that
+    assertTrue(grants >= 400 && grants <= 520, grants + " grants in 10 s");
+  }
+
+  /**
+   * One second of fake time in 100 ms steps: each budget records a failed first attempt every 500 ms
+   * (at one of five phases) and asks for a retry; healthy, its timer flush runs too. Returns {first
+   * attempts, retries granted}.
+   */
+  private long[] second(boolean flush) {
+    long first = 0;
+    long granted = 0;
+    List<CompletableFuture<?>> pending = new ArrayList<>();
+    for (long t = 0; t < 1_000; t += STEP) {
+      now.addAndGet(STEP);
+      pending.clear();
+      int phase = (int) (t / STEP) % 5;
+      for (int i = phase; i < fleet.size(); i += 5) {
+        RedisRetryBudget b = fleet.get(i);
+        b.recordFirstAttempt();
+        first++;
+        if (flush) {
+          pending.add(b.flush(false));
+        } else {
+          BudgetDecision d = b.acquire().toCompletableFuture().join();
+          if (d.granted()) {
+            assertEquals(BudgetDecision.GRANTED_FALLBACK, d);
+            granted++;
+          }
+        }
+      }
+      CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new)).join();
+    }
+    return new long[] {first, granted};
+  }
+}
