@@ -63,6 +63,9 @@ public final class RetryPolicy {
     if (deadline == null || deadline.isNegative() || deadline.isZero()) {
       throw new IllegalArgumentException("deadline must be positive, was " + deadline);
     }
+    if (deadline.compareTo(MAX_DURATION) > 0) {
+      deadline = MAX_DURATION; // "at most" more than the longest deadline: the longest bounds it
+    }
     if (this.deadline != null && this.deadline.compareTo(deadline) <= 0) {
       return this;
     }
@@ -73,6 +76,13 @@ public final class RetryPolicy {
     }
     return b.build();
   }
+
+  /**
+   * The longest deadline and attempt timeout, 30 days: they are kept as nanoseconds from a start on
+   * {@code System.nanoTime()}, and a long holds about 292 years of those (a longer one overflowed on
+   * the first retry).
+   */
+  public static final Duration MAX_DURATION = Duration.ofDays(30);
 
   /** Network errors and timeouts are worth another attempt; anything else is not. */
   public static boolean isTransient(Throwable failure) {
@@ -167,16 +177,16 @@ public final class RetryPolicy {
     }
 
     public Builder deadline(Duration deadline) {
-      if (deadline == null || deadline.isNegative() || deadline.isZero()) {
-        throw new IllegalArgumentException("deadline must be positive, was " + deadline);
+      if (deadline == null || deadline.isNegative() || deadline.isZero() || deadline.compareTo(MAX_DURATION) > 0) {
+        throw new IllegalArgumentException("deadline must be positive and at most " + MAX_DURATION + ", was " + deadline);
       }
       this.deadline = deadline;
       return this;
     }
 
     public Builder attemptTimeout(Duration timeout) {
-      if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("attemptTimeout must be positive, was " + timeout);
+      if (timeout == null || timeout.isNegative() || timeout.isZero() || timeout.compareTo(MAX_DURATION) > 0) {
+        throw new IllegalArgumentException("attemptTimeout must be positive and at most " + MAX_DURATION + ", was " + timeout);
       }
       this.attemptTimeout = timeout;
       return this;

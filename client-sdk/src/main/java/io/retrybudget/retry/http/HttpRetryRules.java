@@ -102,15 +102,41 @@ public final class HttpRetryRules {
   public static Duration serverDelay(UnaryOperator<String> header, Clock clock) {
     String pushback = header.apply(PUSHBACK_HEADER);
     if (pushback != null) {
-      try {
-        long ms = Long.parseLong(pushback.trim());
-        return ms < 0 ? Duration.ofMillis(-1) : Duration.ofMillis(ms);
-      } catch (NumberFormatException e) {
-        // unreadable: fall through to Retry-After
+      Duration asked = parsePushback(pushback);
+      if (asked != null) {
+        return asked;
       }
+      // unreadable: fall through to Retry-After
     }
     String retryAfter = header.apply("Retry-After");
     return retryAfter == null ? null : parseRetryAfter(retryAfter, clock);
+  }
+
+  /**
+   * The longest server delay read from a header: a value beyond it (up to any number of digits) is
+   * taken as this, which is past every backoff cap, so the call ends with the server's answer rather
+   * than retrying as if the server had asked for nothing.
+   */
+  static final Duration LONGEST_SERVER_DELAY = Duration.ofDays(365);
+  /** A number in a header longer than this is not read (hostile input costs no more than this). */
+  private static final int MAX_NUMBER_CHARS = 64;
+
+  /**
+   * {@code X-Retry-Pushback-Ms}: an optional sign and ASCII digits (at most 64 characters); negative
+   * (of any size) means "do not retry", more milliseconds than {@link #LONGEST_SERVER_DELAY} are taken
+   * as that; null for anything else (unreadable).
+   */
+  static Duration parsePushback(String value) {
+    String v = value.trim();
+    boolean negative = v.startsWith("-");
+    String digits = negative || v.startsWith("+") ? v.substring(1) : v;
+    if (v.length() > MAX_NUMBER_CHARS || !asciiDigits(digits)) {
+      return null;
+    }
+    if (negative) {
+      return isZero(digits) ? Duration.ZERO : Duration.ofMillis(-1);
+    }
+    return atMostLongest(digits, LONGEST_SERVER_DELAY.toMillis(), Duration::ofMillis);
   }
 
   /** Retry-After: delta-seconds or an HTTP-date (a date in the past means no wait). */
@@ -119,19 +145,42 @@ public final class HttpRetryRules {
     if (v.isEmpty()) {
       return null;
     }
-    if (v.chars().allMatch(Character::isDigit)) {
-      try {
-        return Duration.ofSeconds(Long.parseLong(v));
-      } catch (NumberFormatException | ArithmeticException e) {
-        return null;
-      }
+    if (asciiDigits(v)) {
+      return v.length() > MAX_NUMBER_CHARS ? null : atMostLongest(v, LONGEST_SERVER_DELAY.toSeconds(), Duration::ofSeconds);
     }
     try {
       ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
       Duration d = Duration.between(clock.instant(), at.toInstant());
-      return d.isNegative() ? Duration.ZERO : d;
+      return d.isNegative() ? Duration.ZERO : d.compareTo(LONGEST_SERVER_DELAY) > 0 ? LONGEST_SERVER_DELAY : d;
     } catch (DateTimeParseException e) {
       return null;
     }
+  }
+
+  /** 1 or more of 0-9 only (Character.isDigit and Long.parseLong also take other scripts' digits). */
+  private static boolean asciiDigits(String s) {
+    if (s.isEmpty()) {
+      return false;
+    }
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < '0' || c > '9') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static boolean isZero(String digits) {
+    return digits.chars().allMatch(c -> c == '0');
+  }
+
+  /** ASCII digits as a Duration of {@code unit}, at most {@code max} units (any number of digits). */
+  private static Duration atMostLongest(String digits, long max, java.util.function.LongFunction<Duration> unit) {
+    String significant = digits.replaceFirst("^0+(?=.)", "");
+    if (significant.length() > 18) {
+      return unit.apply(max); // more than 18 digits: over any max a long holds
+    }
+    return unit.apply(Math.min(max, Long.parseLong(significant)));
   }
 }

@@ -43,7 +43,32 @@ class HttpRetryRulesTest {
     assertNull(HttpRetryRules.parseRetryAfter("soon", clock));
     assertNull(HttpRetryRules.parseRetryAfter("-5", clock));
     assertNull(HttpRetryRules.parseRetryAfter("", clock));
-    assertNull(HttpRetryRules.parseRetryAfter("99999999999999999999999", clock));
+    // more than a long holds: as long as can be (past every backoff cap: the call ends), not "none"
+    assertEquals(HttpRetryRules.LONGEST_SERVER_DELAY, HttpRetryRules.parseRetryAfter("99999999999999999999999", clock));
+    assertEquals(HttpRetryRules.LONGEST_SERVER_DELAY, HttpRetryRules.parseRetryAfter("9223372036854775807", clock));
+    assertEquals(Duration.ofSeconds(7), HttpRetryRules.parseRetryAfter("0000000000000000000000007", clock));
+    assertEquals(HttpRetryRules.LONGEST_SERVER_DELAY, HttpRetryRules.parseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", clock));
+    assertNull(HttpRetryRules.parseRetryAfter("١٢", clock), "digits of another script are not delta-seconds");
+    assertNull(HttpRetryRules.parseRetryAfter("9".repeat(65), clock), "too long to read");
+  }
+
+  @Test
+  void pushbackOfAnySizeIsReadAsTheServerMeantIt() {
+    assertEquals(Duration.ofMillis(250), HttpRetryRules.parsePushback("250"));
+    assertEquals(Duration.ofMillis(250), HttpRetryRules.parsePushback(" +250 "));
+    assertEquals(Duration.ZERO, HttpRetryRules.parsePushback("0"));
+    assertEquals(Duration.ZERO, HttpRetryRules.parsePushback("-0"));
+    assertEquals(Duration.ofMillis(-1), HttpRetryRules.parsePushback("-1"), "do not retry");
+    assertEquals(Duration.ofMillis(-1), HttpRetryRules.parsePushback("-99999999999999999999"), "do not retry, however large");
+    assertEquals(HttpRetryRules.LONGEST_SERVER_DELAY, HttpRetryRules.parsePushback("99999999999999999999"));
+    for (String garbage : new String[] {"", "-", "+", "1.5", "1e3", "10, 20", "0x10", "12ms", "١٢", "--1", "9".repeat(65)}) {
+      assertNull(HttpRetryRules.parsePushback(garbage), "unreadable: " + garbage);
+    }
+    // an unreadable pushback falls back to Retry-After; a readable one wins
+    assertEquals(Duration.ofSeconds(3), HttpRetryRules.serverDelay(
+        n -> n.equals(HttpRetryRules.PUSHBACK_HEADER) ? "soon" : n.equals("Retry-After") ? "3" : null, clock));
+    assertEquals(Duration.ofMillis(-1), HttpRetryRules.serverDelay(
+        n -> n.equals(HttpRetryRules.PUSHBACK_HEADER) ? "-99999999999999999999" : n.equals("Retry-After") ? "3" : null, clock));
   }
 
   @Test

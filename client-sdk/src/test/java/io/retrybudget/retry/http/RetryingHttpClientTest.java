@@ -85,6 +85,18 @@ class RetryingHttpClientTest {
         ex.getResponseHeaders().add("X-Retry-Pushback-Ms", "50");
         respond(ex, 503, "pushback");
       }
+      case "ra-huge" -> {
+        ex.getResponseHeaders().add("Retry-After", "99999999999999999999");
+        respond(ex, 503, "busy for ever");
+      }
+      case "push-huge" -> {
+        ex.getResponseHeaders().add("X-Retry-Pushback-Ms", "99999999999999999999");
+        respond(ex, 503, "pushback for ever");
+      }
+      case "pushno-huge" -> {
+        ex.getResponseHeaders().add("X-Retry-Pushback-Ms", "-99999999999999999999");
+        respond(ex, 503, "do not retry, loudly");
+      }
       case "pushno" -> {
         ex.getResponseHeaders().add("X-Retry-Pushback-Ms", "-1");
         respond(ex, 503, "do not retry");
@@ -230,6 +242,17 @@ class RetryingHttpClientTest {
     HttpResponse<String> no = get(client(fast(3)).build(), "pushno,200");
     assertEquals(503, no.statusCode());
     assertEquals(1, hits.get());
+  }
+
+  @Test
+  void aServerDelayTooLargeForALongStillEndsTheCall() throws Exception {
+    // read as absent before: each was retried as if the server had asked for nothing
+    for (String step : new String[] {"ra-huge", "push-huge", "pushno-huge"}) {
+      hits.set(0);
+      HttpResponse<String> r = get(client(fast(3)).build(), step + ",200");
+      assertEquals(503, r.statusCode(), step);
+      assertEquals(1, hits.get(), step + ": one attempt");
+    }
   }
 
   @Test
