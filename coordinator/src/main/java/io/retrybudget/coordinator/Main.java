@@ -25,7 +25,7 @@ public final class Main {
       coordinator = Coordinator.start(config);
     } catch (Exception e) {
       // one line an operator can act on; the port, the budgets file or Redis named in the message
-      System.err.println("coordinator did not start: " + e.getMessage());
+      System.err.println("coordinator did not start: " + startFailure(e, config));
       System.exit(1);
       return;
     }
@@ -45,5 +45,28 @@ public final class Main {
       stopped.countDown();
     }, "coordinator-shutdown"));
     stopped.await();
+  }
+
+  /**
+   * The one line for a failed start: Lettuce's "Unable to connect to 127.0.0.1/<unresolved>:1" says
+   * neither which setting nor why, so a Redis that cannot be reached is named as configured (no
+   * password) with the variable and the root cause.
+   */
+  static String startFailure(Throwable e, CoordinatorConfig config) {
+    Throwable refused = e;
+    while (refused != null && !(refused instanceof io.lettuce.core.RedisConnectionException)) {
+      refused = refused.getCause();
+    }
+    if (refused != null) {
+      Throwable root = refused;
+      while (root.getCause() != null && root.getCause() != root) {
+        root = root.getCause();
+      }
+      String why = root == refused ? "no answer" : root.getMessage() == null ? root.getClass().getSimpleName()
+          : root.getMessage().replace("<unresolved>", "");
+      return "Redis at " + config.describeRedis() + " (" + (config.describeRedis().startsWith("cluster")
+          ? "REDIS_CLUSTER_NODES" : "REDIS_URL") + ") could not be reached: " + why;
+    }
+    return e.getMessage();
   }
 }

@@ -113,6 +113,34 @@ class MainProcessTest {
     }
   }
 
+  @Test
+  void anUnreachableRedisIsOneLineNamingItTheVariableAndWhy(@TempDir Path dir) throws Exception {
+    int closed;
+    try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+      closed = s.getLocalPort(); // nothing listens there once closed
+    }
+    Path log = dir.resolve("unreachable.log");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
+    pb.environment().put("REDIS_URL", "redis://:s3cret-password@127.0.0.1:" + closed);
+    pb.environment().put("COORDINATOR_PORT", "0");
+    pb.environment().put("COORDINATOR_TOKEN", "unreachable-redis-token");
+    Process p = pb.start();
+    try {
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS), "exits");
+      assertEquals(1, p.exitValue());
+      List<String> errors = lines(log).stream().filter(l -> l.startsWith("coordinator did not start")).toList();
+      assertEquals(1, errors.size(), lines(log).toString());
+      String line = errors.get(0);
+      assertTrue(line.contains("127.0.0.1:" + closed) && line.contains("REDIS_URL") && line.contains("refused"), line);
+      assertTrue(!line.contains("<unresolved>") && !line.contains("s3cret"), line);
+      assertTrue(lines(log).stream().noneMatch(l -> l.contains("s3cret")), "no password anywhere: " + lines(log));
+    } finally {
+      p.destroyForcibly();
+    }
+  }
+
   private static List<String> lines(Path log) {
     try {
       return Files.readAllLines(log);
