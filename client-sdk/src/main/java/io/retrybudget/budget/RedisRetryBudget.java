@@ -590,15 +590,17 @@ final class RedisRetryBudget implements RetryBudget {
         // balance does: what this client saved up while Redis decided is not its share of the fleet's
         // balance (that may well be spent), and N clients each granting their saved-up permit at once
         // would be a burst of N retries whatever the ratio. It starts at a random point of a permit's
-        // cycle, within half a permit either side of empty (owed below it): clients that degrade
-        // together then grant out of step, not in waves, and none on average before it paid for it
+        // cycle, within half a permit either side of empty (owed below it, on top of what is still
+        // owed): clients that degrade together then grant out of step, not in waves, and a degradation
+        // gives nothing on average, however often a budget goes in and out of it
         updateOwnBalance(now, learned);
-        long phase = (long) ((random.getAsDouble() - 0.5) * PPM);
-        if (phase >= 0) {
-          ownBalance.drainTo(phase);
+        ownBalance.drain();
+        long net = (long) ((random.getAsDouble() - 0.5) * PPM) - ownDebt;
+        if (net > 0) {
+          ownBalance.credit(net);
+          ownDebt = 0;
         } else {
-          ownBalance.drain();
-          ownDebt = Math.max(ownDebt, -phase);
+          ownDebt = -net;
         }
       }
       degraded = true;

@@ -223,7 +223,9 @@ class BudgetFaultTest {
 
   @Test
   void aPermitRedisGrantsAfterTheClientGaveUpServesItsNextRetry() {
-    Eventually.await("healthy", Duration.ofSeconds(2), () -> !budget.isDegraded() && redisRetries() == 0
+    // (not "no grant in Redis yet": an ask that missed its 20 ms on a loaded machine is granted in
+    // Redis all the same, and that wait could then never end)
+    Eventually.await("healthy", Duration.ofSeconds(2), () -> !budget.isDegraded()
         && budget.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
     long grantedBefore = redisRetries();
     redis.server().pause();

@@ -48,13 +48,15 @@ public final class PacedBalance {
 
   /** Empties the balance (from the last update on it refills as before). */
   public void drain() {
-    drainTo(0);
+    if (balance > 0) {
+      balance = 0;
+    }
   }
 
-  /** Keeps at most {@code micros} micro-permits of the balance. */
-  public void drainTo(long micros) {
-    if (balance > micros) {
-      balance = Math.max(0, micros);
+  /** Adds {@code micros} micro-permits (at least 0), under the cap of the last update. */
+  public void credit(long micros) {
+    if (micros > 0) {
+      balance = Math.min(cap, Math.max(0, balance) + micros);
     }
   }
 
