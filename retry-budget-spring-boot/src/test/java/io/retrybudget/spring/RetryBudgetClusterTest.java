@@ -29,6 +29,10 @@ class RetryBudgetClusterTest {
           RetryBudgets budgets = context.getBean(RetryBudgets.class);
           for (String name : new String[] {"orders", "users"}) {
             RetryBudget budget = budgets.budget(name);
+            // the client's build waits at most its connect timeout; on a loaded machine the first
+            // connect to a Cluster can take longer, and a budget not yet connected decides from its
+            // fallback (no floor share before Redis has said how many clients there are)
+            io.retrybudget.testing.Eventually.await("connected", java.time.Duration.ofSeconds(30), () -> !budget.isDegraded());
             budget.recordFirstAttempt();
             assertTrue(budget.acquireBlocking().granted(), name);
             Map<String, Object> status = context.getBean(RetryBudgetsEndpoint.class).budget(name);
