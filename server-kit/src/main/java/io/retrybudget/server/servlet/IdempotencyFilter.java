@@ -148,7 +148,11 @@ public final class IdempotencyFilter implements Filter {
     return out.toByteArray();
   }
 
-  static RequestView view(HttpServletRequest req, byte[] body) {
+  /**
+   * The kit's view of a servlet request ({@link io.retrybudget.server.MiddleLayer#inbound}, the
+   * guards), with {@code body} as its body (an empty array for none; the view does not read it).
+   */
+  public static RequestView view(HttpServletRequest req, byte[] body) {
     return new RequestView() {
       @Override
       public String method() {
@@ -170,6 +174,19 @@ public final class IdempotencyFilter implements Filter {
       @Override
       public String header(String name) {
         return req.getHeader(name);
+      }
+
+      @Override
+      public List<String> headers(String name, int max) {
+        if (max < 1) {
+          throw new IllegalArgumentException("max must be >= 1, was " + max);
+        }
+        var lines = req.getHeaders(name);
+        List<String> values = new ArrayList<>(Math.min(max, 8));
+        while (lines != null && values.size() < max && lines.hasMoreElements()) {
+          values.add(lines.nextElement());
+        }
+        return values;
       }
 
       @Override
