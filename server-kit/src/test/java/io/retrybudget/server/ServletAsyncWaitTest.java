@@ -321,4 +321,30 @@ class ServletAsyncWaitTest {
       assertEquals(2, executed.get());
     }
   }
+
+  @Test
+  void aClientThatLeavesWhileItsClaimWaitsLeavesNothingBehind() throws Exception {
+    try (IdempotencyGuard guard = new IdempotencyGuard(claims, IdempotencyConfig.builder().build())) {
+      start(c -> c.addFilter(holder(new IdempotencyFilter(guard, 1024, Waiting.ASYNC), true), "/work", REQUEST_AND_ASYNC),
+          true);
+      redis.server().pause();
+      String key = UUID.randomUUID().toString();
+      try (java.net.Socket socket = new java.net.Socket("127.0.0.1", base.getPort())) {
+        socket.getOutputStream().write(("POST /work HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + key
+            + "\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n\r\ngone").getBytes(StandardCharsets.US_ASCII));
+        socket.getOutputStream().flush();
+        Eventually.await("the request reached the filter", Duration.ofSeconds(20), () -> arrived.get() == 1);
+      } // the client leaves while its claim waits
+      redis.server().resume();
+      // whether the container noticed (the claim is then released when it comes) or not (the request
+      // ran for nobody and its answer was stored), nothing is left holding the key or a timer
+      String record = ClaimStore.idempotencyKey("", "POST", "/work", key);
+      Eventually.await("the claim ended", Duration.ofSeconds(10), () -> guard.stats().executed() == 1
+          && guard.renewing() == 0
+          && (guard.stats().released() == 1 || "done".equals(String.valueOf(redis.server().call("HGET", record, "state")))));
+      HttpResponse<String> retry = post(key, "gone", null).join();
+      assertEquals(201, retry.statusCode(), "a replay of the stored answer, or a run of the released key: " + retry.body());
+      assertEquals("pong", ping().body());
+    }
+  }
 }
