@@ -58,6 +58,8 @@ class ServletAsyncWaitTest {
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
   private final AtomicInteger arrived = new AtomicInteger();
   private final AtomicInteger executed = new AtomicInteger();
+  /** What the servlet does as its work (the tests' hook); nothing by default. */
+  private volatile Runnable duringWork = () -> { };
   private RedisBudgetStore connection;
   private ClaimStore claims;
   private Server server;
@@ -92,6 +94,7 @@ class ServletAsyncWaitTest {
       @Override
       protected void service(HttpServletRequest req, HttpServletResponse res) throws IOException {
         executed.incrementAndGet();
+        duringWork.run();
         byte[] body = req.getInputStream().readAllBytes();
         res.setStatus(201);
         res.setContentType("text/plain");
@@ -345,6 +348,51 @@ class ServletAsyncWaitTest {
       HttpResponse<String> retry = post(key, "gone", null).join();
       assertEquals(201, retry.statusCode(), "a replay of the stored answer, or a run of the released key: " + retry.body());
       assertEquals("pong", ping().body());
+    }
+  }
+
+  @Test
+  void theWriteOfTheAnswerDoesNotHoldTheContainersThreadEither() throws Exception {
+    try (IdempotencyGuard guard = new IdempotencyGuard(claims, IdempotencyConfig.builder().build())) {
+      start(c -> c.addFilter(holder(new IdempotencyFilter(guard, 1024, Waiting.ASYNC), true), "/work", REQUEST_AND_ASYNC),
+          true);
+      int busy = 4; // as many as the pool has threads for requests
+      java.util.concurrent.CountDownLatch working = new java.util.concurrent.CountDownLatch(busy);
+      java.util.concurrent.CountDownLatch paused = new java.util.concurrent.CountDownLatch(1);
+      java.util.concurrent.atomic.AtomicBoolean pausing = new java.util.concurrent.atomic.AtomicBoolean();
+      duringWork = () -> {
+        // every request has claimed its key and runs; then Redis stops, before any answer is stored
+        working.countDown();
+        try {
+          if (working.await(20, java.util.concurrent.TimeUnit.SECONDS) && pausing.compareAndSet(false, true)) {
+            redis.server().pause();
+            paused.countDown();
+          }
+          paused.await(20, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      };
+      List<String> keys = new ArrayList<>();
+      List<CompletableFuture<HttpResponse<String>>> posts = new ArrayList<>();
+      for (int i = 0; i < busy; i++) {
+        keys.add(UUID.randomUUID().toString());
+        posts.add(post(keys.get(i), "body " + i, null));
+      }
+      assertTrue(paused.await(30, java.util.concurrent.TimeUnit.SECONDS), "every request ran, then Redis was paused");
+      assertEquals("pong", ping().body(), "served while " + busy + " answers wait to be stored");
+      assertTrue(posts.stream().noneMatch(CompletableFuture::isDone), "no answer goes out before it is stored");
+      redis.server().resume();
+      for (int i = 0; i < busy; i++) {
+        HttpResponse<String> r = posts.get(i).join();
+        assertEquals(201, r.statusCode(), r.body());
+        assertEquals("worked body " + i, r.body());
+      }
+      duringWork = () -> { };
+      HttpResponse<String> replay = post(keys.get(2), "body 2", null).join();
+      assertEquals("worked body 2", replay.body());
+      assertEquals("true", replay.headers().firstValue("Idempotent-Replayed").orElse(null), "stored before it was sent");
+      assertEquals(busy, executed.get());
     }
   }
 }

@@ -41,7 +41,16 @@ final class AsyncWait<P> implements AsyncListener {
   /** What the filter does with a request: answer it now, or go on with {@code payload}. */
   sealed interface Step<P> {}
 
-  record Answer<P>(StoredResponse response) implements Step<P> {}
+  /** Writes an answer to a response that has not been committed. */
+  interface Writer {
+    void write(HttpServletResponse response) throws IOException;
+  }
+
+  record Answer<P>(Writer writer) implements Step<P> {
+    Answer(StoredResponse response) {
+      this(r -> IdempotencyFilter.write(r, response));
+    }
+  }
 
   record Proceed<P>(P payload) implements Step<P> {}
 
@@ -138,7 +147,7 @@ final class AsyncWait<P> implements AsyncListener {
     }
     if (step instanceof Answer<P> a) {
       try {
-        IdempotencyFilter.write(response, a.response());
+        a.writer().write(response);
       } catch (IOException | RuntimeException clientGone) {
         // nothing more to send to; complete() below ends the request either way
       }
@@ -230,7 +239,13 @@ final class AsyncWait<P> implements AsyncListener {
 
   @Override
   public void onStartAsync(AsyncEvent event) {
-    // a later async cycle (the resumed chain's own): this wait is over by then
+    boolean stay;
+    synchronized (this) {
+      stay = state == State.DISPATCHED; // dispatched but not resumed, and the chain went async itself
+    }
+    if (stay) {
+      event.getAsyncContext().addListener(this); // still told when it completes (else this wait is over)
+    }
   }
 
   private void drop(Step<P> step) {

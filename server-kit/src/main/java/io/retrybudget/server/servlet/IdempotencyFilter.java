@@ -47,8 +47,8 @@ import java.util.logging.Logger;
  * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
  * the answer and then sends it. The route template is the servlet mapping's pattern
  * ({@code /payments/*}). A request the servlet puts into async mode is not supported. With
- * {@link Waiting#ASYNC} the claim is waited for off the container's thread (see {@link Waiting});
- * storing the answer is still waited for on the thread that ran the chain (bounded). A request is
+ * {@link Waiting#ASYNC} the claim, and the write of the answer, are waited for off the container's
+ * thread (see {@link Waiting}). A request is
  * guarded once: a later dispatch of it (the servlet's own, an error page) passes untouched.
  */
 public final class IdempotencyFilter implements Filter {
@@ -96,7 +96,7 @@ public final class IdempotencyFilter implements Filter {
     Object mark = req.getAttribute(attribute);
     if (mark instanceof AsyncWait<?> wait && req.getDispatcherType() == DispatcherType.ASYNC
         && wait.resume() instanceof Claimed claimed) {
-      execute(new CachedBodyRequest(req, claimed.body()), res, chain, claimed.execution()); // the claim's dispatch
+      execute(req, new CachedBodyRequest(req, claimed.body()), res, chain, claimed.execution()); // the claim's dispatch
       return;
     }
     if (mark != null) {
@@ -147,7 +147,7 @@ public final class IdempotencyFilter implements Filter {
       write(res, a.response());
       return;
     }
-    execute(cached, res, chain, ((IdempotencyGuard.Execute) begin).execution());
+    execute(req, cached, res, chain, ((IdempotencyGuard.Execute) begin).execution());
   }
 
   private StoredResponse unavailable() {
@@ -155,8 +155,13 @@ public final class IdempotencyFilter implements Filter {
         "retry later with the same key"), guard.config().unavailableRetryAfter());
   }
 
-  /** Runs the chain under the claim, the answer captured, stores it and sends it. */
-  private void execute(CachedBodyRequest cached, HttpServletResponse res, FilterChain chain,
+  /**
+   * Runs the chain under the claim, the answer captured, stores it and sends it. With
+   * {@link Waiting#ASYNC} the store's write is waited for off the thread too: the captured answer
+   * goes out (on a container thread) once Redis has it, or at the wait's bound (the claim then
+   * lapses with its lease, as when the write fails).
+   */
+  private void execute(HttpServletRequest req, CachedBodyRequest cached, HttpServletResponse res, FilterChain chain,
       IdempotencyGuard.Execution execution) throws IOException, ServletException {
     CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
     try {
@@ -166,7 +171,15 @@ public final class IdempotencyFilter implements Filter {
       awaitQuietly(guard.abandon(execution));
       throw e;
     }
-    awaitQuietly(guard.finish(execution, captured.answer()));
+    CompletableFuture<Void> stored = guard.finish(execution, captured.answer());
+    if (!stored.isDone() && waiting == Waiting.ASYNC && req.isAsyncSupported() && !req.isAsyncStarted()) {
+      AsyncWait.Answer<Void> send = new AsyncWait.Answer<>(r -> captured.commit());
+      if (AsyncWait.start(req, res, attribute, stored.handle((ok, error) -> send), TimeUnit.NANOSECONDS.toMillis(waitBoundNanos),
+          send, nothing -> { }, () -> { }) != null) {
+        return; // the container's thread goes back to its pool while Redis stores the answer
+      }
+    }
+    awaitQuietly(stored);
     captured.commit();
   }
 
