@@ -54,7 +54,13 @@ public final class AdmissionFilter implements Filter {
       throw e;
     }
     if (req.isAsyncStarted()) {
-      req.getAsyncContext().addListener(release); // the answer comes later: released when it is complete
+      // the answer comes later: released when it is complete (Jetty and Tomcat say "started" until
+      // this dispatch returns, even when the async cycle was already dispatched or completed)
+      try {
+        req.getAsyncContext().addListener(release);
+      } catch (IllegalStateException ended) {
+        release.completed();
+      }
     } else {
       release.completed();
     }

@@ -90,12 +90,18 @@ final class AsyncWait<P> implements AsyncListener {
     } catch (IllegalStateException notNow) {
       return null;
     }
-    AsyncWait<P> wait = new AsyncWait<>(async, response, onTimeout, dropped, notResumed);
+    AsyncWait<P> wait = of(async, response, onTimeout, dropped, notResumed);
     async.setTimeout(timeoutMillis);
     async.addListener(wait);
     request.setAttribute(attribute, wait);
     decision.whenComplete((step, error) -> wait.decided(step != null ? step : onTimeout));
     return wait;
+  }
+
+  /** A wait on an async context already started (what {@link #start} builds; tests drive it directly). */
+  static <P> AsyncWait<P> of(AsyncContext async, HttpServletResponse response, Step<P> onTimeout, Consumer<P> dropped,
+      Runnable notResumed) {
+    return new AsyncWait<>(async, response, onTimeout, dropped, notResumed);
   }
 
   /** The state, for tests and the filter's own checks. */
@@ -156,7 +162,10 @@ final class AsyncWait<P> implements AsyncListener {
       try {
         async.dispatch();
       } catch (IllegalStateException gone) {
-        drop(step); // the request ended between the decision and the dispatch
+        synchronized (this) {
+          state = State.ENDED; // the request ended between the decision and the dispatch
+        }
+        drop(step);
       }
     }
   }
