@@ -52,6 +52,9 @@ public final class MiddleLayer implements AutoCloseable {
       "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection",
       "host", "content-length", "expect");
 
+  /** How many {@code X-Request-Deadline-Ms} values {@link #inbound} looks at, at most. */
+  public static final int MAX_DEADLINE_VALUES = 8;
+
   private final RetryingHttpClient retrying;
   private final RetryingHttpClient single;
   private final ServerKitListener listener;
@@ -122,9 +125,6 @@ public final class MiddleLayer implements AutoCloseable {
   public Inbound inbound(RequestView request) {
     return new Inbound(inboundAttempt(request), inboundDeadlineMillis(request, maxDeadlineMillis), nanoClock.getAsLong());
   }
-
-  /** How many {@code X-Request-Deadline-Ms} values {@link #inbound} looks at, at most. */
-  public static final int MAX_DEADLINE_VALUES = 8;
 
   /**
    * The tightest valid {@code X-Request-Deadline-Ms} of a request (see {@link #inbound}), capped at
