@@ -52,6 +52,9 @@ public final class MiddleLayer implements AutoCloseable {
       "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection",
       "host", "content-length", "expect");
 
+  /** How many {@code X-Request-Deadline-Ms} values {@link #inbound} looks at, at most. */
+  public static final int MAX_DEADLINE_VALUES = 8;
+
   private final RetryingHttpClient retrying;
   private final RetryingHttpClient single;
   private final ServerKitListener listener;
@@ -110,13 +113,47 @@ public final class MiddleLayer implements AutoCloseable {
   }
 
   /**
-   * Reads an inbound request's {@code X-Retry-Attempt} and {@code X-Request-Deadline-Ms} (hostile
-   * input: digits only, capped at {@link Builder#maxInboundDeadline}; garbage, lists and negatives
-   * read as no deadline) and notes when it arrived. Call it when the request arrives.
+   * Reads an inbound request's {@code X-Retry-Attempt} and {@code X-Request-Deadline-Ms} and notes
+   * when it arrived. Call it when the request arrives. The deadline is hostile input: each value is
+   * read by {@link HttpRetryRules#parseDeadlineMillis} (digits only, capped at
+   * {@link Builder#maxInboundDeadline}; garbage, fractions and negatives are no value), and when
+   * the request carries several — more than one field line (a proxy appended its own), or one line
+   * with a comma list (the same thing once an intermediary combined the lines, RFC 9110 5.3) — the
+   * tightest valid one is taken, among the first {@link #MAX_DEADLINE_VALUES} values; no valid
+   * value is no deadline.
    */
   public Inbound inbound(RequestView request) {
-    long deadline = HttpRetryRules.parseDeadlineMillis(request.header(HttpRetryRules.DEADLINE_HEADER), maxDeadlineMillis);
-    return new Inbound(inboundAttempt(request), deadline, nanoClock.getAsLong());
+    return new Inbound(inboundAttempt(request), inboundDeadlineMillis(request, maxDeadlineMillis), nanoClock.getAsLong());
+  }
+
+  /**
+   * The tightest valid {@code X-Request-Deadline-Ms} of a request (see {@link #inbound}), capped at
+   * {@code capMillis}; -1 when it has none.
+   */
+  static long inboundDeadlineMillis(RequestView request, long capMillis) {
+    long tightest = -1;
+    int seen = 0;
+    for (String line : request.headers(HttpRetryRules.DEADLINE_HEADER, MAX_DEADLINE_VALUES)) {
+      int from = 0;
+      while (from <= line.length() && seen < MAX_DEADLINE_VALUES) {
+        int comma = line.indexOf(',', from);
+        int to = comma < 0 ? line.length() : comma;
+        String element = line.substring(from, to);
+        from = to + 1;
+        if (element.isBlank()) {
+          continue; // an empty list element (RFC 9110 5.6.1) is no value
+        }
+        seen++;
+        long ms = HttpRetryRules.parseDeadlineMillis(element, capMillis);
+        if (ms >= 0 && (tightest < 0 || ms < tightest)) {
+          tightest = ms;
+        }
+      }
+      if (seen >= MAX_DEADLINE_VALUES) {
+        break;
+      }
+    }
+    return tightest;
   }
 
   /**

@@ -1,5 +1,7 @@
 package io.retrybudget.server;
 
+import java.util.List;
+
 /**
  * What the server kit reads of an incoming request; each adapter (Vert.x, Servlet) provides one.
  * The body is the whole request body, already bounded by the adapter.
@@ -20,6 +22,22 @@ public interface RequestView {
   /** How many field lines of this header the request has (the adapters count them; default 0 or 1). */
   default int headerLines(String name) {
     return header(name) == null ? 0 : 1;
+  }
+
+  /**
+   * The values of the first {@code max} field lines of a header (case-insensitive), in the order
+   * received; empty when it has none. A header the request repeats (a proxy appended a line, or a
+   * client sent two) is seen whole here, where {@link #header} sees its first line only. The
+   * adapters read at most {@code max} lines; this default sees the first only.
+   *
+   * @param max how many lines to look at, at least 1
+   */
+  default List<String> headers(String name, int max) {
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+    String first = header(name);
+    return first == null ? List.of() : List.of(first);
   }
 
   /** The body; an empty array when there is none. */

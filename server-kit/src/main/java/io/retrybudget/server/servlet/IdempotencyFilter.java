@@ -4,6 +4,7 @@ import io.retrybudget.server.IdempotencyGuard;
 import io.retrybudget.server.Problems;
 import io.retrybudget.server.RequestView;
 import io.retrybudget.server.StoredResponse;
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
@@ -35,6 +36,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
@@ -43,19 +46,42 @@ import java.util.concurrent.TimeoutException;
  * 413) so the fingerprint covers it and the servlet can still read it, asks the guard, and either
  * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
  * the answer and then sends it. The route template is the servlet mapping's pattern
- * ({@code /payments/*}). A request the servlet puts into async mode is not supported.
+ * ({@code /payments/*}). A request the servlet puts into async mode is not supported. With
+ * {@link Waiting#ASYNC} the claim, and the write of the answer, are waited for off the container's
+ * thread (see {@link Waiting}). A request is
+ * guarded once: a later dispatch of it (the servlet's own, an error page) passes untouched.
  */
 public final class IdempotencyFilter implements Filter {
+  private static final Logger LOG = Logger.getLogger(IdempotencyFilter.class.getName());
+  private static final Object PASSED = new Object();
+
   private final IdempotencyGuard guard;
   private final int maxRequestBodyBytes;
   private final long waitBoundNanos;
+  private final Waiting waiting;
+  private final String attribute = IdempotencyFilter.class.getName() + "@" + Integer.toHexString(System.identityHashCode(this));
+  private volatile boolean asyncBroken;
 
+  /** A claim made for a request dispatched again to run the chain: its execution and its body. */
+  private record Claimed(IdempotencyGuard.Execution execution, byte[] body) {}
+
+  /** Waits for Redis {@link Waiting#BLOCKING}. */
   public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes) {
+    this(guard, maxRequestBodyBytes, Waiting.BLOCKING);
+  }
+
+  /**
+   * With {@link Waiting#ASYNC} the key's claim (and a bounded wait for an in-progress duplicate)
+   * does not hold the container's thread: map this filter and those after it for {@code REQUEST}
+   * and {@code ASYNC}.
+   */
+  public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes, Waiting waiting) {
     this.guard = Objects.requireNonNull(guard, "guard must not be null");
     if (maxRequestBodyBytes < 0) {
       throw new IllegalArgumentException("maxRequestBodyBytes must be >= 0, was " + maxRequestBodyBytes);
     }
     this.maxRequestBodyBytes = maxRequestBodyBytes;
+    this.waiting = Objects.requireNonNull(waiting, "waiting must not be null");
     // the guard's futures end by themselves (store timeout, bounded wait); this is a second fence
     this.waitBoundNanos = guard.config().waitForInProgress().plus(Duration.ofSeconds(10)).toNanos();
   }
@@ -65,6 +91,16 @@ public final class IdempotencyFilter implements Filter {
       throws IOException, ServletException {
     if (!(request instanceof HttpServletRequest req) || !(response instanceof HttpServletResponse res)) {
       chain.doFilter(request, response);
+      return;
+    }
+    Object mark = req.getAttribute(attribute);
+    if (mark instanceof AsyncWait<?> wait && req.getDispatcherType() == DispatcherType.ASYNC
+        && wait.resume() instanceof Claimed claimed) {
+      execute(req, new CachedBodyRequest(req, claimed.body()), res, chain, claimed.execution()); // the claim's dispatch
+      return;
+    }
+    if (mark != null) {
+      chain.doFilter(request, response); // guarded on an earlier pass of this request
       return;
     }
     if (!guard.config().methods().contains(req.getMethod().toUpperCase(java.util.Locale.ROOT))
@@ -79,19 +115,54 @@ public final class IdempotencyFilter implements Filter {
       return;
     }
     CachedBodyRequest cached = new CachedBodyRequest(req, body);
+    CompletableFuture<IdempotencyGuard.Begin> begun;
+    try {
+      begun = guard.begin(view(cached, body));
+    } catch (RuntimeException e) {
+      begun = CompletableFuture.failedFuture(e);
+    }
+    if (!begun.isDone() && waiting == Waiting.ASYNC && !asyncBroken && req.isAsyncSupported()) {
+      CompletableFuture<AsyncWait.Step<Claimed>> step = begun.handle((b, error) -> {
+        if (error != null) {
+          return new AsyncWait.Answer<>(unavailable());
+        }
+        return b instanceof IdempotencyGuard.Answer a ? new AsyncWait.Answer<>(a.response())
+            : new AsyncWait.Proceed<>(new Claimed(((IdempotencyGuard.Execute) b).execution(), body));
+      });
+      // no decision in time: 503, as the blocking path; a claim made after it, or never run, is released
+      if (AsyncWait.start(req, res, attribute, step, TimeUnit.NANOSECONDS.toMillis(waitBoundNanos),
+          new AsyncWait.Answer<>(unavailable()), c -> guard.abandon(c.execution()), this::notResumed) != null) {
+        return; // the container's thread goes back to its pool
+      }
+    }
+    req.setAttribute(attribute, PASSED);
     IdempotencyGuard.Begin begin;
     try {
-      begin = await(guard.begin(view(cached, body)));
+      begin = await(begun);
     } catch (RuntimeException e) {
-      write(res, Problems.withPushback(Problems.of(503, "idempotency-store-unavailable", "Idempotency store unavailable",
-          "retry later with the same key"), guard.config().unavailableRetryAfter()));
+      write(res, unavailable());
       return;
     }
     if (begin instanceof IdempotencyGuard.Answer a) {
       write(res, a.response());
       return;
     }
-    IdempotencyGuard.Execution execution = ((IdempotencyGuard.Execute) begin).execution();
+    execute(req, cached, res, chain, ((IdempotencyGuard.Execute) begin).execution());
+  }
+
+  private StoredResponse unavailable() {
+    return Problems.withPushback(Problems.of(503, "idempotency-store-unavailable", "Idempotency store unavailable",
+        "retry later with the same key"), guard.config().unavailableRetryAfter());
+  }
+
+  /**
+   * Runs the chain under the claim, the answer captured, stores it and sends it. With
+   * {@link Waiting#ASYNC} the store's write is waited for off the thread too: the captured answer
+   * goes out (on a container thread) once Redis has it, or at the wait's bound (the claim then
+   * lapses with its lease, as when the write fails).
+   */
+  private void execute(HttpServletRequest req, CachedBodyRequest cached, HttpServletResponse res, FilterChain chain,
+      IdempotencyGuard.Execution execution) throws IOException, ServletException {
     CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
     try {
       chain.doFilter(cached, captured);
@@ -100,8 +171,25 @@ public final class IdempotencyFilter implements Filter {
       awaitQuietly(guard.abandon(execution));
       throw e;
     }
-    awaitQuietly(guard.finish(execution, captured.answer()));
+    CompletableFuture<Void> stored = guard.finish(execution, captured.answer());
+    if (!stored.isDone() && waiting == Waiting.ASYNC && req.isAsyncSupported() && !req.isAsyncStarted()) {
+      AsyncWait.Answer<Void> send = new AsyncWait.Answer<>(r -> captured.commit());
+      if (AsyncWait.start(req, res, attribute, stored.handle((ok, error) -> send), TimeUnit.NANOSECONDS.toMillis(waitBoundNanos),
+          send, nothing -> { }, () -> { }) != null) {
+        return; // the container's thread goes back to its pool while Redis stores the answer
+      }
+    }
+    awaitQuietly(stored);
     captured.commit();
+  }
+
+  private void notResumed() {
+    if (!asyncBroken) {
+      asyncBroken = true;
+      LOG.log(Level.SEVERE, "IdempotencyFilter dispatched a request that did not come back through it (its claim "
+          + "was released): map it (and every filter after it) for DispatcherType.ASYNC as well as REQUEST; "
+          + "waiting blocking from now on");
+    }
   }
 
   private <T> T await(CompletableFuture<T> future) {
@@ -148,7 +236,11 @@ public final class IdempotencyFilter implements Filter {
     return out.toByteArray();
   }
 
-  static RequestView view(HttpServletRequest req, byte[] body) {
+  /**
+   * The kit's view of a servlet request ({@link io.retrybudget.server.MiddleLayer#inbound}, the
+   * guards), with {@code body} as its body (an empty array for none; the view does not read it).
+   */
+  public static RequestView view(HttpServletRequest req, byte[] body) {
     return new RequestView() {
       @Override
       public String method() {
@@ -170,6 +262,19 @@ public final class IdempotencyFilter implements Filter {
       @Override
       public String header(String name) {
         return req.getHeader(name);
+      }
+
+      @Override
+      public List<String> headers(String name, int max) {
+        if (max < 1) {
+          throw new IllegalArgumentException("max must be >= 1, was " + max);
+        }
+        var lines = req.getHeaders(name);
+        List<String> values = new ArrayList<>(Math.min(max, 8));
+        while (lines != null && values.size() < max && lines.hasMoreElements()) {
+          values.add(lines.nextElement());
+        }
+        return values;
       }
 
       @Override

@@ -141,6 +141,15 @@ public final class VertxIdempotency {
       }
 
       @Override
+      public java.util.List<String> headers(String name, int max) {
+        if (max < 1) {
+          throw new IllegalArgumentException("max must be >= 1, was " + max);
+        }
+        java.util.List<String> all = ctx.request().headers().getAll(name);
+        return java.util.List.copyOf(all.size() <= max ? all : all.subList(0, max));
+      }
+
+      @Override
       public int headerLines(String name) {
         return ctx.request().headers().getAll(name).size();
       }
