@@ -110,6 +110,12 @@ if add_requests == nil then return redis.error_reply('ERR invalid requests') end
 if add_denied == nil then return redis.error_reply('ERR invalid denied') end
 if need == nil then return redis.error_reply('ERR invalid need') end
 if want == nil or want < need then return redis.error_reply('ERR invalid want') end
+-- ARGV[12] (optional): retries the client granted from its fallback while Redis did not answer
+local add_retries = 0
+if ARGV[12] ~= nil and ARGV[12] ~= '' then
+  add_retries = int(12)
+  if add_retries == nil then return redis.error_reply('ERR invalid retries') end
+end
 -- ARGV[7..10]: the seed; ARGV[7] = '' means "do not seed" (reply `missing` when none is stored)
 local may_seed = ARGV[7] ~= nil and ARGV[7] ~= ''
 if may_seed then
@@ -313,6 +319,13 @@ if balance == nil then
   balance = pace_start(requests, window_s, ratio_ppm, min_rps, cap) -- this call's first attempts included
 else
   balance = pace_refill(balance, pace_at, now_ms, add_requests, ratio_ppm, min_rps, cap)
+end
+-- retries granted elsewhere (a client's fallback) were paid for by the first attempts this call
+-- brings: spend them, as far as the balance holds, so those first attempts do not pay twice
+if add_retries > 0 then
+  balance = balance - math.min(balance, add_retries * PPM)
+  retries = retries + add_retries
+  cg = cg + add_retries
 end
 local available = math.floor(balance / PPM)
 

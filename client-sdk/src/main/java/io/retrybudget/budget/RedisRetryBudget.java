@@ -85,6 +85,9 @@ final class RedisRetryBudget implements RetryBudget {
   // in ownCounts (so not recorded there a second time)
   private final LongAdder resendRequests = new LongAdder();
   private final LongAdder resendDenied = new LongAdder();
+  // retries the fallback granted, reported to Redis with the next call (and resent like the others)
+  private final LongAdder pendingRetries = new LongAdder();
+  private final LongAdder resendRetries = new LongAdder();
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
   private final SlidingWindowCounts ownCounts;
   // the LOCAL fallback's paced balance over this client's own first attempts (guarded by ownCounts)
@@ -92,6 +95,9 @@ final class RedisRetryBudget implements RetryBudget {
   private long ownRequestsEver; // first attempts ever put in ownCounts (guarded by ownCounts)
   private long ownDeposited; // of those and the pending ones, how many went into ownBalance (guarded by ownCounts)
   private long ownDebt; // micro-permits the fallback granted ahead of its deposits, paid from the next ones (guarded by ownCounts)
+  private long ownThreshold; // what the balance must hold for the fallback's next grant, micro-permits (guarded by ownCounts)
+  // the fallback is deciding since its balance was last started from nothing; ended by an answer from Redis in time
+  private volatile boolean fallbackEpisode;
   private final ScheduledFuture<?> flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
@@ -445,6 +451,7 @@ final class RedisRetryBudget implements RetryBudget {
     long[] moved = movePending(now);
     long requests = moved[0];
     long denied = moved[1];
+    long retries = moved[2];
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
     BudgetKeys k = keys;
     if (k == null) {
@@ -454,7 +461,7 @@ final class RedisRetryBudget implements RetryBudget {
     firstCallDeferred = false;
     scheduleNextFlush(now, learned);
     callsSent.incrementAndGet();
-    return scripts.budget(new BudgetCall(seed.name(), requests, denied, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
+    return scripts.budget(new BudgetCall(seed.name(), requests, denied, retries, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
         Learned before = learned;
@@ -469,6 +476,7 @@ final class RedisRetryBudget implements RetryBudget {
         // Redis applied none of it: the counts go with the next call (they are in ownCounts already)
         resendRequests.add(requests);
         resendDenied.add(denied);
+        resendRetries.add(retries);
       }
       return reply;
     });
@@ -510,6 +518,9 @@ final class RedisRetryBudget implements RetryBudget {
   /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */
   private void healthy() {
     consecutiveFailures.set(0);
+    if (fallbackEpisode) {
+      fallbackEpisode = false; // the next time the fallback decides, it starts from nothing again
+    }
     if (degraded) {
       degraded = false;
       long took = clock.getAsLong() - degradedSince;
@@ -583,26 +594,7 @@ final class RedisRetryBudget implements RetryBudget {
     // a budget whose keys in Redis are broken will not heal by asking again: fall back at once
     boolean broken = cause instanceof BrokenBudgetException;
     if ((consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES || broken) && !degraded) {
-      long now = clock.getAsLong();
-      degradedSince = now;
-      synchronized (ownCounts) {
-        // the LOCAL fallback starts from about nothing and refills at this client's pace, as Redis's
-        // balance does: what this client saved up while Redis decided is not its share of the fleet's
-        // balance (that may well be spent), and N clients each granting their saved-up permit at once
-        // would be a burst of N retries whatever the ratio. It starts at a random point of a permit's
-        // cycle, within half a permit either side of empty (owed below it, on top of what is still
-        // owed): clients that degrade together then grant out of step, not in waves, and a degradation
-        // gives nothing on average, however often a budget goes in and out of it
-        updateOwnBalance(now, learned);
-        ownBalance.drain();
-        long net = (long) ((random.getAsDouble() - 0.5) * PPM) - ownDebt;
-        if (net > 0) {
-          ownBalance.credit(net);
-          ownDebt = 0;
-        } else {
-          ownDebt = -net;
-        }
-      }
+      degradedSince = clock.getAsLong();
       degraded = true;
       timesDegraded.incrementAndGet();
       client.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
@@ -652,6 +644,7 @@ final class RedisRetryBudget implements RetryBudget {
     boolean granted = switch (client.fallbackPolicy()) {
       case ALLOW -> {
         recordOwn(now, 0, 1, 0);
+        pendingRetries.increment();
         yield true;
       }
       case DENY -> false;
@@ -669,45 +662,64 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   private boolean hasUnsentCounts() {
-    return pendingRequests.sum() > 0 || pendingDenied.sum() > 0 || resendRequests.sum() > 0 || resendDenied.sum() > 0;
+    return pendingRequests.sum() > 0 || pendingDenied.sum() > 0 || pendingRetries.sum() > 0
+        || resendRequests.sum() > 0 || resendDenied.sum() > 0 || resendRetries.sum() > 0;
   }
 
   /**
    * The LOCAL fallback: the budget's paced rule (lua/budget.lua) over this client's own first
    * attempts, with its share of the fleet floor (floor over the clients Redis last counted; none
-   * before it has said) as the floor; its balance starts empty each time the budget degrades, and a
-   * fraction of a permit grants with that probability (the rest owed), so each client gets its share
-   * on average however small it is.
+   * before it has said) as the floor; its balance starts from nothing (what is owed kept) each time
+   * the fallback takes over, each permit is granted at a random threshold and costs a whole one, and
+   * its grants are reported to Redis with the next call.
    */
   private boolean tryLocalGrant(long now) {
     Learned config = learned; // one snapshot: never a mix of an old and a new configuration
     synchronized (ownCounts) {
-      long available = updateOwnBalance(now, config);
+      if (!fallbackEpisode) {
+        // Redis stopped deciding (or never has): start from nothing, keeping what is still owed.
+        // What this client saved up while Redis decided is not its share of the fleet's balance (that
+        // may well be spent), and N clients each granting a saved-up permit at once would be a burst of
+        // N retries whatever the ratio
+        updateOwnBalance(now, config);
+        ownBalance.drain();
+        ownThreshold = threshold();
+        fallbackEpisode = true;
+      }
+      updateOwnBalance(now, config);
       if (ownDebt > 0) {
         ownDebt -= ownBalance.withdraw(ownDebt);
         if (ownDebt > 0) {
           return false;
         }
-        available = io.retrybudget.budget.internal.PaceArithmetic.available(ownBalance.balance());
       }
-      if (available >= 1) {
-        ownBalance.take(1);
-        ownCounts.add(now, 0, 1, 0);
-        return true;
-      }
-      // less than a whole permit: granted with the probability of the fraction held, and the rest is
-      // owed. A client's share is often a fraction of a permit (one of 1,000 clients, 2 first attempts a
-      // second, ratio 0.1: a permit every 5 s); saving up a whole one would leave the fleet seconds
-      // without a retry after it degrades together, then grant in waves as its clients get there together
       long held = ownBalance.balance();
-      if (held > 0 && random.getAsDouble() * PPM < held) {
+      if (held < ownThreshold) {
+        return false;
+      }
+      // each permit is granted once the balance reaches a threshold drawn for it, uniform in (0, 1]
+      // permit, and costs a whole permit (what it lacks is owed). A client's share is often a fraction
+      // of a permit (one of 1,000 clients, 2 first attempts a second, ratio 0.1: a permit every 5 s):
+      // saving up whole ones would leave a fleet that degraded together seconds without a retry, then
+      // grant in waves; with a threshold each client's grants fall out of step with the others', and
+      // the fleet retries at its ratio from the first second, never ahead of its deposits by more
+      // than one permit a client
+      if (held >= PPM) {
+        ownBalance.take(1);
+      } else {
         ownDebt = PPM - held;
         ownBalance.drain();
-        ownCounts.add(now, 0, 1, 0);
-        return true;
       }
-      return false;
+      ownThreshold = threshold();
+      ownCounts.add(now, 0, 1, 0);
+      pendingRetries.increment();
+      return true;
     }
+  }
+
+  /** A grant threshold, uniform in (0, PPM] micro-permits. */
+  private long threshold() {
+    return Math.max(1, Math.min(PPM, (long) Math.ceil(random.getAsDouble() * PPM)));
   }
 
   /** Brings the LOCAL fallback's balance up to {@code now}; returns its whole permits. Under ownCounts' lock. */
@@ -727,7 +739,8 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   /**
-   * Moves the pending counts into this client's own window and returns them (requests, denied):
+   * Moves the pending counts into this client's own window and returns them (requests, denied,
+   * fallback retries):
    * under the lock the fallback decides under, so it sees them pending or in the window, never
    * neither (a fallback decision in between saw no first attempts, and its cap of zero emptied the
    * balance: BudgetFaultTest.fallbackPolicies).
@@ -737,8 +750,9 @@ final class RedisRetryBudget implements RetryBudget {
       long requests = pendingRequests.sumThenReset();
       long denied = pendingDenied.sumThenReset();
       recordOwn(now, requests, 0, denied);
-      // and what Redis did not apply before: sent again, in ownCounts already
-      return new long[] {requests + resendRequests.sumThenReset(), denied + resendDenied.sumThenReset()};
+      // and what Redis did not apply before: sent again, in ownCounts already (so are fallback grants)
+      return new long[] {requests + resendRequests.sumThenReset(), denied + resendDenied.sumThenReset(),
+          pendingRetries.sumThenReset() + resendRetries.sumThenReset()};
     }
   }
 

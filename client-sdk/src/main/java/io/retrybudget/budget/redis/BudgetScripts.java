@@ -160,7 +160,8 @@ public final class BudgetScripts {
         seed == null ? "" : Integer.toString(seed.windowSeconds()),
         seed == null ? "" : Integer.toString(seed.minRetriesPerSecond()),
         seed == null ? "" : seed.mode().wireName(),
-        seed == null ? "" : Integer.toString(seed.maxCallsPerSecond())};
+        seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
+        call.retries() == 0 ? "" : Long.toString(call.retries())};
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */

@@ -533,6 +533,34 @@ class LuaScriptTest {
   }
 
   @Test
+  void retriesAClientsFallbackGrantedAreCountedAndSpentFromTheBalance() throws Exception {
+    countHour("reported", 3_600_000); // a cap of 500 permits
+    plantBalance("reported", 0, redisNowMs() + 3_600_000);
+    BudgetKeys k = new BudgetKeys("reported");
+    String[] keys = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
+    // 50 first attempts deposit 5 permits; the fallback granted 3 retries while Redis did not answer
+    BudgetReply r = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, "c1", Integer.toString(++nextSeq), "50", "0",
+        "0", "0", "100000", "3600", "0", "enforce", "", "3").get(5, TimeUnit.SECONDS));
+    assertEquals(BudgetReply.COUNTED, r.status());
+    assertEquals(2, r.available(), "5 deposited, 3 spent by the fallback");
+    assertEquals(3, r.retries(), "counted as retries in the window");
+    // more than the balance holds: the balance is emptied, the retries all counted
+    r = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, "c1", Integer.toString(++nextSeq), "0", "0",
+        "0", "0", "100000", "3600", "0", "enforce", "", "10").get(5, TimeUnit.SECONDS));
+    assertEquals(0, r.available());
+    assertEquals(0, readBalance("reported")[0]);
+    assertEquals(13, r.retries());
+    ExecutionException e = assertThrows(ExecutionException.class, () -> store.run(LuaScript.BUDGET, keys,
+        "c1", Integer.toString(++nextSeq), "0", "0", "0", "0", "100000", "3600", "0", "enforce", "", "-1").get(5, TimeUnit.SECONDS));
+    assertTrue(e.getCause().getMessage().contains("invalid retries"), e.getCause().getMessage());
+    // a call seen before reports nothing twice
+    r = BudgetReply.parse(store.run(LuaScript.BUDGET, keys, "c1", "1", "0", "0", "0", "0", "100000", "3600", "0",
+        "enforce", "", "7").get(5, TimeUnit.SECONDS));
+    assertEquals(BudgetReply.STALE, r.status());
+    assertEquals(13, r.retries());
+  }
+
+  @Test
   void aYoungBudgetsRateIsOverTheTimeItsFirstAttemptsSpan() throws Exception {
     // a new budget with a 10 s window that has had 1,000 first attempts in its first second: that is
     // 1,000 a second (not 100, as over the whole window), so it refills 100 permits a second
