@@ -93,6 +93,31 @@ class FallbackPaceTest {
     assertTrue(grants >= 400 && grants <= 520, grants + " grants in 10 s");
   }
 
+  /** A fleet whose Redis was never reachable decides from its fallback from the start: paced too. */
+  @Test
+  void aFleetThatNeverReachedRedisRetriesAtItsRatioEverySecond() {
+    int dead = io.retrybudget.testing.RedisServerProcess.freePort();
+    try (RedisBudgetClient unreachable = RedisBudgetClient.builder(
+        io.retrybudget.budget.redis.RedisConnectionOptions.standalone("redis://127.0.0.1:" + dead)
+            .connectTimeout(Duration.ofMillis(100)).build())
+        .millisClock(now::get).random(random::nextDouble).build()) {
+      BudgetConfig config = BudgetConfig.builder("never-reached").ratio(0.1).minRetriesPerSecond(10).windowSeconds(10).build();
+      for (int i = 0; i < FLEET; i++) {
+        fleet.add((RedisRetryBudget) unreachable.budget(config));
+      }
+      long[][] seconds = new long[10][];
+      for (int s = 0; s < seconds.length; s++) {
+        seconds[s] = second(false);
+      }
+      double[] ratios = Arrays.stream(seconds).mapToDouble(s -> s[1] / (double) s[0]).toArray();
+      System.out.println("fallback, 200 budgets that never reached Redis: per-second ratio " + Arrays.toString(ratios));
+      for (int s = 0; s < seconds.length; s++) {
+        // no floor share before Redis has said how many clients share it: 0.1 expected
+        assertTrue(ratios[s] >= 0.03 && ratios[s] <= 0.25, "second " + s + ": " + ratios[s] + " (all: " + Arrays.toString(ratios) + ")");
+      }
+    }
+  }
+
   /**
    * The fleet goes in and out of degradation every second (a budget whose configuration in Redis is
    * broken, then fixed), its first attempts failing all the while. The first attempts counted while
