@@ -163,7 +163,7 @@ public final class Coordinator implements AutoCloseable {
         management = new Management(managementVertx, mv, managementGuard);
       }
       // budgets configured before the index of names existed: listed in the background, paced
-      IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store));
+      IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store), store);
       return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill, management);
     } catch (Exception | Error e) {
       if (managementVertx != null) {
