@@ -91,7 +91,9 @@ final class IndexBackfill {
   /** Where the failed steps in a row were tried (for the one WARNING). */
   private final Set<String> failing = new LinkedHashSet<>();
   private int failures;
-  private long timer = -1;
+  private volatile long timer = -1;
+  /** A step's SCAN or index calls are outstanding. */
+  private volatile boolean inStep;
 
   IndexBackfill(Vertx vertx, Source source, long paceMs, long retryMs, int maxFailures, LongSupplier nanoTime) {
     this.vertx = vertx;
@@ -161,6 +163,11 @@ final class IndexBackfill {
   /** Steps that failed so far (each put its master aside for a while). */
   long failedSteps() {
     return failedSteps;
+  }
+
+  /** Neither a step nor a timer is outstanding: nothing will call Redis again (tests). */
+  boolean quiet() {
+    return !inStep && timer < 0;
   }
 
   /** Stops at the next step (on any thread); idempotent. */
@@ -233,9 +240,17 @@ final class IndexBackfill {
       scanning.put(shard.id(), served);
     }
     steps++;
-    Future.fromCompletionStage(source.scan(shard, cursor, COUNT), context)
+    inStep = true;
+    CompletableFuture<ScanStep> scanned;
+    try {
+      scanned = source.scan(shard, cursor, COUNT);
+    } catch (RuntimeException e) {
+      scanned = CompletableFuture.failedFuture(e);
+    }
+    Future.fromCompletionStage(scanned, context)
         .compose(found -> indexAll(found.names(), 0).map(found))
         .onComplete(done -> {
+          inStep = false;
           if (state != State.RUNNING) {
             return;
           }
@@ -286,7 +301,13 @@ final class IndexBackfill {
     int to = Math.min(names.size(), from + BATCH);
     List<Future<Boolean>> batch = new ArrayList<>(to - from);
     for (int i = from; i < to; i++) {
-      batch.add(Future.fromCompletionStage(source.index(names.get(i)), context)
+      CompletableFuture<Boolean> indexed;
+      try {
+        indexed = source.index(names.get(i));
+      } catch (RuntimeException e) {
+        indexed = CompletableFuture.failedFuture(e);
+      }
+      batch.add(Future.fromCompletionStage(indexed, context)
           .recover(e -> e instanceof BrokenBudgetException || unwrapped(e)
               ? Future.succeededFuture(false) : Future.failedFuture(e)));
     }
