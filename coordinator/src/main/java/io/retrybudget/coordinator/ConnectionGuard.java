@@ -134,6 +134,16 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   /** Open connections admitted over the cap for a health probe: at most {@link HttpLimits#probeReserve()}. */
   private final AtomicInteger reserved = new AtomicInteger();
   private volatile Channel listener;
+  /**
+   * False until {@link #startAccepting()}: the listening socket takes no connection (they wait in the
+   * kernel's accept queue) before its HTTP server has finished listening. Vert.x binds the socket
+   * first and makes the server's metrics after, and reads them twice as it sets a connection up, so
+   * a connection accepted in between gets Vert.x's HTTP metrics without their per-connection part:
+   * its first request throws a NullPointerException in vertx-micrometer-metrics (requestBegin, then
+   * exceptionOccurred), seen at start under load while probes already knock.
+   */
+  private volatile boolean accepting;
+  private volatile ChannelHandlerContext listening;
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private volatile ScheduledFuture<?> sweep;
   /** Deadline closes handed to event loops and not run yet: at most {@link #MAX_EXPIRING}. */
@@ -173,6 +183,28 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     return open.get();
   }
 
+  /**
+   * Lets the listening socket accept connections; call it once the HTTP server's listen has
+   * completed (Vert.x has made its metrics). Until then connections wait in the kernel's queue.
+   */
+  void startAccepting() {
+    accepting = true;
+    ChannelHandlerContext l = listening;
+    if (l != null) {
+      l.executor().execute(() -> {
+        if (settingUp.get() < MAX_SETTING_UP / 2 && !l.channel().config().isAutoRead()) {
+          l.channel().config().setAutoRead(true);
+        }
+      });
+    }
+  }
+
+  /** Whether the listening socket takes connections now (tests). */
+  boolean accepting() {
+    ChannelHandlerContext l = listening;
+    return accepting && l != null && l.channel().config().isAutoRead();
+  }
+
   /** Connections without a request in progress (the ones a newcomer at the cap may replace). */
   int waiting() {
     synchronized (waiting) {
@@ -184,6 +216,14 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
   @Override
   public void handlerAdded(ChannelHandlerContext ctx) {
+    listening = ctx;
+    listener = ctx.channel();
+    if (!accepting) {
+      ctx.channel().config().setAutoRead(false); // before the bind: nothing is accepted until startAccepting()
+      if (accepting) {
+        ctx.channel().config().setAutoRead(true); // (it was called meanwhile)
+      }
+    }
     if (sweeping.compareAndSet(false, true)) {
       long every = limits.sweepMillis();
       sweeper = ctx.executor();
@@ -411,7 +451,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
         counted = true;
         if (settingUp.decrementAndGet() < MAX_SETTING_UP / 2) {
           Channel l = listener;
-          if (l != null && !l.config().isAutoRead()) {
+          if (l != null && accepting && !l.config().isAutoRead()) {
             l.config().setAutoRead(true);
           }
         }

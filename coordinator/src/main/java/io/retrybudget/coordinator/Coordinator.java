@@ -146,6 +146,8 @@ public final class Coordinator implements AutoCloseable {
       CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets, serverOptions,
           httpTags, endpoint, openApiDocument(), heartbeat);
       String id = deploy(vertx, verticle, config.port(), "COORDINATOR_PORT");
+      // only now has Vert.x made the server's metrics: a connection taken before would lack its part
+      guard.startAccepting();
       Management management = null;
       if (config.hasManagementListener()) {
         // a Vert.x of its own: its own acceptor thread, event loop, kernel accept queue and guard, so
@@ -160,10 +162,11 @@ public final class Coordinator implements AutoCloseable {
         ManagementVerticle mv = new ManagementVerticle(budgets, registry, managementOptions, heartbeat,
             config.livenessStallMillis(), config.http().metricsCacheMillis(), endpoint);
         deploy(managementVertx, mv, config.managementPort(), "COORDINATOR_MANAGEMENT_PORT");
+        managementGuard.startAccepting();
         management = new Management(managementVertx, mv, managementGuard);
       }
       // budgets configured before the index of names existed: listed in the background, paced
-      IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store));
+      IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store), store);
       return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill, management);
     } catch (Exception | Error e) {
       if (managementVertx != null) {

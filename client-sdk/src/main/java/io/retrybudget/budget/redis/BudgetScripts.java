@@ -267,16 +267,27 @@ public final class BudgetScripts {
    * cursor to go on from ({@code null} to start; {@link ScanStep#finished()} at the end).
    */
   public CompletableFuture<ScanStep> scanConfigurations(io.lettuce.core.ScanCursor cursor, long count) {
-    return store.scan(cursor, CONFIG_KEY_PATTERN, count).thenApply(c -> {
-      List<String> names = new ArrayList<>();
-      for (String key : c.getKeys()) {
-        String name = BudgetKeys.budgetOf(key);
-        if (name != null && key.equals(BudgetKeys.PREFIX + "{" + name + "}:cfg")) {
-          names.add(name);
-        }
+    return store.scan(cursor, CONFIG_KEY_PATTERN, count).thenApply(BudgetScripts::scanStep);
+  }
+
+  /**
+   * As {@link #scanConfigurations(io.lettuce.core.ScanCursor, long)} on one Cluster master only
+   * ({@link RedisBudgetStore#clusterMasters()}), with that master's own cursor: a caller that walks
+   * the masters itself can go on past one that does not answer.
+   */
+  public CompletableFuture<ScanStep> scanConfigurations(String nodeId, io.lettuce.core.ScanCursor cursor, long count) {
+    return store.scanNode(nodeId, cursor, CONFIG_KEY_PATTERN, count).thenApply(BudgetScripts::scanStep);
+  }
+
+  private static ScanStep scanStep(io.lettuce.core.KeyScanCursor<String> c) {
+    List<String> names = new ArrayList<>();
+    for (String key : c.getKeys()) {
+      String name = BudgetKeys.budgetOf(key);
+      if (name != null && key.equals(BudgetKeys.PREFIX + "{" + name + "}:cfg")) {
+        names.add(name);
       }
-      return new ScanStep(names, c, c.isFinished());
-    });
+    }
+    return new ScanStep(names, c, c.isFinished());
   }
 
   /** What one scan step found, and where the next one starts. */

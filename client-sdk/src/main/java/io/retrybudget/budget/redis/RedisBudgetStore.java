@@ -507,6 +507,55 @@ public final class RedisBudgetStore implements AutoCloseable {
     }
   }
 
+  /**
+   * A Cluster master as this client last saw the topology (Lettuce's partitions, refreshed at least
+   * every {@link RedisConnectionOptions#topologyRefreshPeriod()} and after a failover): its node id,
+   * {@code host:port}, and the slots it serves (a copy).
+   */
+  public record ClusterMaster(String nodeId, String address, java.util.BitSet slots) {}
+
+  /**
+   * The masters that serve slots, lowest first slot first; empty on a standalone Redis. For work
+   * that walks the masters itself and must go on past one that does not answer (a SCAN of every
+   * master that skips a dead one and tries its slots again on whoever serves them later).
+   */
+  public List<ClusterMaster> clusterMasters() {
+    if (!(connection instanceof StatefulRedisClusterConnection<String, String> c)) {
+      return List.of();
+    }
+    List<ClusterMaster> masters = new ArrayList<>();
+    for (RedisClusterNode node : c.getPartitions()) {
+      if (!node.is(RedisClusterNode.NodeFlag.UPSTREAM) || node.getSlots().isEmpty()) {
+        continue;
+      }
+      java.util.BitSet slots = new java.util.BitSet(io.lettuce.core.cluster.SlotHash.SLOT_COUNT);
+      node.getSlots().forEach(slots::set);
+      masters.add(new ClusterMaster(node.getNodeId(), node.getUri().getHost() + ":" + node.getUri().getPort(), slots));
+    }
+    masters.sort(java.util.Comparator.comparingInt(m -> m.slots().nextSetBit(0)));
+    return masters;
+  }
+
+  /**
+   * One SCAN step with MATCH and COUNT on one Cluster node (by id, as {@link #clusterMasters()}
+   * names it), with that node's own cursor; {@code cursor} null to start. Fails at once when this
+   * is no Cluster connection or the node cannot be reached.
+   */
+  public CompletableFuture<io.lettuce.core.KeyScanCursor<String>> scanNode(String nodeId, io.lettuce.core.ScanCursor cursor,
+      String match, long count) {
+    if (!(connection instanceof StatefulRedisClusterConnection<String, String> c)) {
+      return CompletableFuture.failedFuture(new IllegalStateException("not a Cluster connection"));
+    }
+    io.lettuce.core.ScanArgs args = io.lettuce.core.ScanArgs.Builder.matches(match).limit(count);
+    try {
+      return c.getConnectionAsync(nodeId)
+          .thenCompose(n -> (cursor == null ? n.async().scan(args) : n.async().scan(cursor, args)).toCompletableFuture())
+          .toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
   /** Whether a key exists. */
   public CompletableFuture<Boolean> exists(String key) {
     return keys.exists(key).toCompletableFuture().thenApply(n -> n != null && n > 0);
