@@ -11,14 +11,20 @@ import io.retrybudget.budget.redis.ConfigChange;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.StatusReply;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongSupplier;
 
 /**
  * The budget operations of the HTTP API, on the SDK's typed script protocol ({@link BudgetScripts}:
@@ -28,11 +34,20 @@ import java.util.concurrent.TimeUnit;
 final class BudgetService {
   static final BudgetConfig DEFAULTS = BudgetConfig.builder("defaults").build();
   static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
+  /** Most status calls of listings on the Redis connection at once (its queue holds 4096). */
+  static final int LISTING_CONCURRENCY = 32;
+  /** How long a listing serves later ones when no write came through this coordinator meanwhile. */
+  static final long LISTING_CACHE_MILLIS = 1_000;
+  private static final long LISTING_CACHE_NANOS = TimeUnit.MILLISECONDS.toNanos(LISTING_CACHE_MILLIS);
 
   private final BudgetScripts scripts;
   private final Vertx vertx;
   private final long timeoutMillis;
   private final boolean autoCreate;
+  private final LongSupplier nanoClock;
+  /** Limit -> its shared listing; the lock of every listing's state and of {@link #writes}. */
+  private final Map<Integer, ListingState> listings = new HashMap<>();
+  private long writes;
 
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
     this(store, vertx, timeout, false);
@@ -43,6 +58,11 @@ final class BudgetService {
    *     COORDINATOR_AUTO_CREATE existed); false: it is refused and nothing is written
    */
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
+    this(store, vertx, timeout, autoCreate, System::nanoTime);
+  }
+
+  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate, LongSupplier nanoClock) {
+    this.nanoClock = nanoClock;
     this.scripts = new BudgetScripts(store);
     this.vertx = vertx;
     this.timeoutMillis = timeout.toMillis();
@@ -71,7 +91,7 @@ final class BudgetService {
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
     ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
         update.mode(), update.maxCallsPerSecond());
-    return onContext(scripts.configure(name, change, DEFAULTS)).compose(ignored -> status(name));
+    return write(onContext(scripts.configure(name, change, DEFAULTS))).compose(ignored -> status(name));
   }
 
   /**
@@ -95,12 +115,12 @@ final class BudgetService {
   private Future<BudgetReply> budget(String name, long requests, long permits) {
     // no client id: HTTP callers are many and unordered, so the script does not de-duplicate them.
     // Without auto-create nothing is seeded: the script answers "missing" and writes nothing.
-    return onContext(scripts.budget(new BudgetCall(name, requests, 0, permits, permits, autoCreate ? DEFAULTS : null)));
+    return write(onContext(scripts.budget(new BudgetCall(name, requests, 0, permits, permits, autoCreate ? DEFAULTS : null))));
   }
 
   /** Removes the budget's configuration, window and index entry atomically; false when it had none. */
   Future<Boolean> delete(String name) {
-    return onContext(scripts.delete(name));
+    return write(onContext(scripts.delete(name)));
   }
 
   /**
@@ -109,7 +129,78 @@ final class BudgetService {
    */
   record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
 
+  /**
+   * Listings share work: one computation at a time per limit, and its result serves every listing for
+   * {@link #LISTING_CACHE_MILLIS} unless a write went through this coordinator since it began (so a
+   * client reads its own writes). A listing asked for while one runs joins it, or, when a write came
+   * after it began, waits for the one queued behind it: however many clients list, at most
+   * {@link #LISTING_CONCURRENCY} status calls of listings are on the Redis connection at once, and
+   * the permit calls and PINGs that share it are never refused for a full queue.
+   */
   Future<Listing> list(int limit) {
+    synchronized (listings) {
+      ListingState s = listings.computeIfAbsent(limit, l -> new ListingState());
+      long now = nanoClock.getAsLong();
+      if (s.cached != null && s.cachedGeneration == writes && now - s.cachedAt < LISTING_CACHE_NANOS) {
+        return Future.succeededFuture(s.cached);
+      }
+      if (s.running == null) {
+        return startListing(s, limit);
+      }
+      if (s.runningGeneration == writes) {
+        return s.running;
+      }
+      if (s.queued == null) {
+        s.queued = Promise.promise();
+      }
+      return s.queued.future();
+    }
+  }
+
+  /** A write through this coordinator: listings begun before it are not served from then on. */
+  private <T> Future<T> write(Future<T> call) {
+    synchronized (listings) {
+      writes++;
+    }
+    return call;
+  }
+
+  private Future<Listing> startListing(ListingState s, int limit) {
+    // under the lock of listings
+    long generation = writes;
+    long startedAt = nanoClock.getAsLong();
+    Future<Listing> f = computeListing(limit);
+    s.running = f;
+    s.runningGeneration = generation;
+    f.onComplete(r -> {
+      Promise<Listing> next;
+      synchronized (listings) {
+        s.running = null;
+        if (r.succeeded()) {
+          s.cached = r.result();
+          s.cachedAt = startedAt;
+          s.cachedGeneration = generation;
+        }
+        next = s.queued;
+        s.queued = null;
+        if (next != null) {
+          startListing(s, limit).onComplete(next);
+        }
+      }
+    });
+    return f;
+  }
+
+  private static final class ListingState {
+    Listing cached;
+    long cachedAt;
+    long cachedGeneration;
+    Future<Listing> running;
+    long runningGeneration;
+    Promise<Listing> queued;
+  }
+
+  private Future<Listing> computeListing(int limit) {
     CompletableFuture<Void> deadline = new CompletableFuture<>();
     CompletableFuture<SortedSet<String>> names0 = scripts.listNames(deadline);
     // one read on a standalone Redis; on a Cluster one list.lua call per master (Redis 7), or one read
@@ -126,14 +217,7 @@ final class BudgetService {
         }
         wanted.add(n);
       }
-      List<Future<BudgetStatus>> all = new ArrayList<>();
-      for (String n : wanted) {
-        // the index is data in Redis: a member no budget may be named (written by hand) is listed as
-        // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
-        all.add(BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
-            scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
-            "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM")));
-      }
+      List<Future<BudgetStatus>> all = statuses(wanted);
       return Future.join(all).transform(done -> {
         List<BudgetStatus> out = new ArrayList<>();
         List<BrokenBudgetException> broken = new ArrayList<>();
@@ -165,6 +249,62 @@ final class BudgetService {
         return Future.succeededFuture(new Listing(out, broken, truncated));
       });
     });
+  }
+
+  /**
+   * The status of every name, at most {@link #LISTING_CONCURRENCY} calls in flight: each lane takes
+   * the next name when its call completes. After a failure of Redis (not of one budget's data) the
+   * names not yet asked fail with it, as the listing does.
+   */
+  private List<Future<BudgetStatus>> statuses(List<String> names) {
+    List<Promise<BudgetStatus>> results = new ArrayList<>(names.size());
+    List<Future<BudgetStatus>> futures = new ArrayList<>(names.size());
+    for (int i = 0; i < names.size(); i++) {
+      Promise<BudgetStatus> p = Promise.promise();
+      results.add(p);
+      futures.add(p.future());
+    }
+    AtomicInteger next = new AtomicInteger();
+    AtomicReference<Throwable> redisFailure = new AtomicReference<>();
+    Runnable[] lane = new Runnable[1];
+    lane[0] = () -> {
+      while (true) {
+        int i = next.getAndIncrement();
+        if (i >= names.size()) {
+          return;
+        }
+        Throwable failed = redisFailure.get();
+        if (failed != null) {
+          results.get(i).fail(failed);
+          continue;
+        }
+        Future<BudgetStatus> f = statusOrBroken(names.get(i));
+        if (f.isComplete()) {
+          results.get(i).handle(f);
+          continue;
+        }
+        f.onComplete(r -> {
+          if (r.failed() && !(r.cause() instanceof BrokenBudgetException)) {
+            redisFailure.compareAndSet(null, r.cause());
+          }
+          results.get(i).handle(r);
+          lane[0].run();
+        });
+        return;
+      }
+    };
+    for (int k = 0; k < Math.min(LISTING_CONCURRENCY, names.size()); k++) {
+      lane[0].run();
+    }
+    return futures;
+  }
+
+  private Future<BudgetStatus> statusOrBroken(String n) {
+    // the index is data in Redis: a member no budget may be named (written by hand) is listed as
+    // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
+    return BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
+        scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
+        "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM"));
   }
 
   Future<String> ping() {
