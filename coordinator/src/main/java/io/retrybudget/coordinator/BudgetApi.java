@@ -198,6 +198,11 @@ final class BudgetApi {
   }
 
   private void authenticate(RoutingContext ctx) {
+    if (ctx.request().headers().getAll(HttpHeaders.AUTHORIZATION).size() > 1) {
+      // which one counts would be a guess (as with two Host headers): neither
+      error(ctx, 400, "Authorization", "more than one Authorization header");
+      return;
+    }
     if (!validBearer(ctx.request().getHeader(HttpHeaders.AUTHORIZATION))) {
       ctx.response().putHeader("WWW-Authenticate", "Bearer");
       error(ctx, 401, "Authorization", "a valid bearer token is required for writes");

@@ -170,6 +170,20 @@ class HttpHardeningTest {
     }
   }
 
+  /** Review finding 8: two Authorization headers, in either order, are 400; neither decides. */
+  @Test
+  void twoAuthorizationHeadersAre400() throws Exception {
+    for (String[] pair : new String[][] {{"Bearer " + TOKEN, "Bearer wrong"}, {"Bearer wrong", "Bearer " + TOKEN}}) {
+      try (RawHttp c = new RawHttp(port)) {
+        RawHttp.Answer a = c.send(put("two", "{\"ratio\": 0.2}", "Authorization: " + pair[0],
+            "Authorization: " + pair[1], "Content-Type: application/json")).read();
+        assertEquals(400, a.status(), a.body());
+        assertEquals("Authorization", new JsonObject(a.body()).getString("field"));
+      }
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing written");
+  }
+
   @Test
   void http10IsStillServed() throws Exception {
     try (RawHttp c = new RawHttp(port)) {
