@@ -24,7 +24,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.LongSupplier;
 
 /**
  * The budget operations of the HTTP API, on the SDK's typed script protocol ({@link BudgetScripts}:
@@ -36,18 +35,13 @@ final class BudgetService {
   static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
   /** Most status calls of listings on the Redis connection at once (its queue holds 4096). */
   static final int LISTING_CONCURRENCY = 32;
-  /** How long a listing serves later ones when no write came through this coordinator meanwhile. */
-  static final long LISTING_CACHE_MILLIS = 1_000;
-  private static final long LISTING_CACHE_NANOS = TimeUnit.MILLISECONDS.toNanos(LISTING_CACHE_MILLIS);
 
   private final BudgetScripts scripts;
   private final Vertx vertx;
   private final long timeoutMillis;
   private final boolean autoCreate;
-  private final LongSupplier nanoClock;
-  /** Limit -> its shared listing; the lock of every listing's state and of {@link #writes}. */
+  /** Limit -> its listings; the lock of their state. */
   private final Map<Integer, ListingState> listings = new HashMap<>();
-  private long writes;
 
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
     this(store, vertx, timeout, false);
@@ -58,11 +52,6 @@ final class BudgetService {
    *     COORDINATOR_AUTO_CREATE existed); false: it is refused and nothing is written
    */
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
-    this(store, vertx, timeout, autoCreate, System::nanoTime);
-  }
-
-  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate, LongSupplier nanoClock) {
-    this.nanoClock = nanoClock;
     this.scripts = new BudgetScripts(store);
     this.vertx = vertx;
     this.timeoutMillis = timeout.toMillis();
@@ -91,7 +80,7 @@ final class BudgetService {
   Future<BudgetStatus> configure(String name, ConfigUpdate update) {
     ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
         update.mode(), update.maxCallsPerSecond());
-    return write(onContext(scripts.configure(name, change, DEFAULTS))).compose(ignored -> status(name));
+    return onContext(scripts.configure(name, change, DEFAULTS)).compose(ignored -> status(name));
   }
 
   /**
@@ -115,12 +104,12 @@ final class BudgetService {
   private Future<BudgetReply> budget(String name, long requests, long permits) {
     // no client id: HTTP callers are many and unordered, so the script does not de-duplicate them.
     // Without auto-create nothing is seeded: the script answers "missing" and writes nothing.
-    return write(onContext(scripts.budget(new BudgetCall(name, requests, 0, permits, permits, autoCreate ? DEFAULTS : null))));
+    return onContext(scripts.budget(new BudgetCall(name, requests, 0, permits, permits, autoCreate ? DEFAULTS : null)));
   }
 
   /** Removes the budget's configuration, window and index entry atomically; false when it had none. */
   Future<Boolean> delete(String name) {
-    return write(onContext(scripts.delete(name)));
+    return onContext(scripts.delete(name));
   }
 
   /**
@@ -130,25 +119,18 @@ final class BudgetService {
   record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
 
   /**
-   * Listings share work: one computation at a time per limit, and its result serves every listing for
-   * {@link #LISTING_CACHE_MILLIS} unless a write went through this coordinator since it began (so a
-   * client reads its own writes). A listing asked for while one runs joins it, or, when a write came
-   * after it began, waits for the one queued behind it: however many clients list, at most
-   * {@link #LISTING_CONCURRENCY} status calls of listings are on the Redis connection at once, and
-   * the permit calls and PINGs that share it are never refused for a full queue.
+   * Listings share work, so no number of readers can crowd other calls off the Redis connection: one
+   * computation at a time per limit, with at most {@link #LISTING_CONCURRENCY} status calls in
+   * flight. A listing asked for while one runs waits for the next one, which starts when the running
+   * one ends and serves every listing asked for meanwhile: each answer was read after it was asked
+   * for (nothing is served from before, so a change in Redis by anyone is seen by the next
+   * listing), and however many ask, at most two computations exist.
    */
   Future<Listing> list(int limit) {
     synchronized (listings) {
       ListingState s = listings.computeIfAbsent(limit, l -> new ListingState());
-      long now = nanoClock.getAsLong();
-      if (s.cached != null && s.cachedGeneration == writes && now - s.cachedAt < LISTING_CACHE_NANOS) {
-        return Future.succeededFuture(s.cached);
-      }
       if (s.running == null) {
         return startListing(s, limit);
-      }
-      if (s.runningGeneration == writes) {
-        return s.running;
       }
       if (s.queued == null) {
         s.queued = Promise.promise();
@@ -157,31 +139,14 @@ final class BudgetService {
     }
   }
 
-  /** A write through this coordinator: listings begun before it are not served from then on. */
-  private <T> Future<T> write(Future<T> call) {
-    synchronized (listings) {
-      writes++;
-    }
-    return call;
-  }
-
   private Future<Listing> startListing(ListingState s, int limit) {
     // under the lock of listings
-    long generation = writes;
-    long startedAt = nanoClock.getAsLong();
     Future<Listing> f = computeListing(limit);
     s.running = f;
-    s.runningGeneration = generation;
     f.onComplete(r -> {
-      Promise<Listing> next;
       synchronized (listings) {
         s.running = null;
-        if (r.succeeded()) {
-          s.cached = r.result();
-          s.cachedAt = startedAt;
-          s.cachedGeneration = generation;
-        }
-        next = s.queued;
+        Promise<Listing> next = s.queued;
         s.queued = null;
         if (next != null) {
           startListing(s, limit).onComplete(next);
@@ -191,12 +156,9 @@ final class BudgetService {
     return f;
   }
 
+  /** One limit's listings: the one running and the promise of the one queued behind it. */
   private static final class ListingState {
-    Listing cached;
-    long cachedAt;
-    long cachedGeneration;
     Future<Listing> running;
-    long runningGeneration;
     Promise<Listing> queued;
   }
 
