@@ -198,6 +198,11 @@ final class BudgetApi {
   }
 
   private void authenticate(RoutingContext ctx) {
+    if (ctx.request().headers().getAll(HttpHeaders.AUTHORIZATION).size() > 1) {
+      // which one counts would be a guess (as with two Host headers): neither
+      error(ctx, 400, "Authorization", "more than one Authorization header");
+      return;
+    }
     if (!validBearer(ctx.request().getHeader(HttpHeaders.AUTHORIZATION))) {
       ctx.response().putHeader("WWW-Authenticate", "Bearer");
       error(ctx, 401, "Authorization", "a valid bearer token is required for writes");
@@ -347,6 +352,40 @@ final class BudgetApi {
       badRequest(ctx, e);
       return;
     }
+    if (count == 1) {
+      acquire(ctx, name, count); // one permit fits every balance that refills
+      return;
+    }
+    // more than one: refused at once, with nothing counted, when more than the paced balance can
+    // hold (half a second of its rate); shadow mode refuses nothing, so it is asked as always
+    budgets.status(name).onComplete(r -> {
+      if (r.failed()) {
+        redisDown(ctx, r.cause());
+      } else if (r.result().exists() && !"shadow".equals(r.result().mode())
+          && count > capPermits(r.result().refillPpm()) && r.result().refillPpm() > 0) {
+        overCap(ctx, count, capPermits(r.result().refillPpm()));
+      } else {
+        acquire(ctx, name, count);
+      }
+    });
+  }
+
+  /** Whole permits the paced balance holds at most at this refill rate (lua/budget.lua pace_cap). */
+  static long capPermits(long refillPpm) {
+    if (refillPpm <= 0) {
+      return 0;
+    }
+    return Math.max(refillPpm / 2, 1_000_000L) / 1_000_000L;
+  }
+
+  private static void overCap(RoutingContext ctx, long count, long cap) {
+    json(ctx, 422, new JsonObject().put("field", "count").put("max_count", cap)
+        .put("error", "count " + count + " is more than this budget can hold at once now (" + cap
+            + ": half a second of its refill rate), so it could not be granted by waiting; ask for at most " + cap
+            + " at a time"));
+  }
+
+  private void acquire(RoutingContext ctx, String name, long count) {
     budgets.acquire(name, count).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
@@ -358,6 +397,11 @@ final class BudgetApi {
         return;
       }
       boolean granted = !BudgetReply.DENIED.equals(reply.status());
+      if (!granted && reply.refillPpm() > 0 && count > capPermits(reply.refillPpm())) {
+        // the cap fell between the check and the call (or the call seeded the budget): counted as denied
+        overCap(ctx, count, capPermits(reply.refillPpm()));
+        return;
+      }
       JsonObject out = window(reply).put("granted", granted).put("permits", granted ? count : 0)
           .put("shadow", BudgetReply.SHADOW.equals(reply.status()));
       if (!granted) {

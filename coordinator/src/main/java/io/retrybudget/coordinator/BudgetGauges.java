@@ -13,7 +13,8 @@ import java.util.logging.Logger;
 /**
  * Per-budget gauges of the window, refreshed from Redis on a timer (at most {@code maxBudgets}
  * series per gauge). Windowed state is a gauge, never a counter: don't {@code rate()} it. Several
- * coordinator replicas export the same values; aggregate with {@code max by (budget)}.
+ * coordinator replicas export the same values; aggregate with {@code max by (budget)}. While a
+ * refresh fails (Redis down, a listing that times out) no per-budget series is exported.
  */
 final class BudgetGauges {
   private static final Logger LOG = Logger.getLogger(BudgetGauges.class.getName());
@@ -44,7 +45,8 @@ final class BudgetGauges {
     Gauge.builder("retry.budget.redis.up", this, g -> g.redisUp)
         .description("1 while the coordinator reaches Redis").register(registry);
     Gauge.builder("retry.budget.count", this, g -> g.budgetCount)
-        .description("Budgets with keys in Redis (capped at the listing limit)").register(registry);
+        .description("Budgets with keys in Redis, at most the listing limit (COORDINATOR_MAX_BUDGETS); NaN while "
+            + "the refresh fails").register(registry);
   }
 
   private void add(MeterRegistry registry, String name, String description, ToDoubleFunction<BudgetStatus> value) {
@@ -61,8 +63,15 @@ final class BudgetGauges {
     budgets.list(maxBudgets).onComplete(r -> {
       refreshing = false;
       if (r.failed()) {
-        // a slow listing (many keys to scan) keeps the last values; redis.up comes from PING
+        // values that could not be read are not exported as if current: the per-budget series are
+        // dropped (absent, as Prometheus marks a vanished series stale) until a refresh succeeds,
+        // and the count is NaN; redis.up comes from PING
         LOG.log(Level.FINE, "gauge refresh failed", r.cause());
+        budgetCount = Double.NaN;
+        broken.register(List.of(), true);
+        for (Row row : rows) {
+          row.gauge().register(List.of(), true);
+        }
         return;
       }
       List<BudgetStatus> statuses = r.result().budgets();

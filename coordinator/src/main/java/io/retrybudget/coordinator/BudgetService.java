@@ -11,14 +11,19 @@ import io.retrybudget.budget.redis.ConfigChange;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.StatusReply;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The budget operations of the HTTP API, on the SDK's typed script protocol ({@link BudgetScripts}:
@@ -28,11 +33,15 @@ import java.util.concurrent.TimeUnit;
 final class BudgetService {
   static final BudgetConfig DEFAULTS = BudgetConfig.builder("defaults").build();
   static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
+  /** Most status calls of listings on the Redis connection at once (its queue holds 4096). */
+  static final int LISTING_CONCURRENCY = 32;
 
   private final BudgetScripts scripts;
   private final Vertx vertx;
   private final long timeoutMillis;
   private final boolean autoCreate;
+  /** Limit -> its listings; the lock of their state. */
+  private final Map<Integer, ListingState> listings = new HashMap<>();
 
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
     this(store, vertx, timeout, false);
@@ -109,7 +118,51 @@ final class BudgetService {
    */
   record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
 
+  /**
+   * Listings share work, so no number of readers can crowd other calls off the Redis connection: one
+   * computation at a time per limit, with at most {@link #LISTING_CONCURRENCY} status calls in
+   * flight. A listing asked for while one runs waits for the next one, which starts when the running
+   * one ends and serves every listing asked for meanwhile: each answer was read after it was asked
+   * for (nothing is served from before, so a change in Redis by anyone is seen by the next
+   * listing), and however many ask, at most two computations exist.
+   */
   Future<Listing> list(int limit) {
+    synchronized (listings) {
+      ListingState s = listings.computeIfAbsent(limit, l -> new ListingState());
+      if (s.running == null) {
+        return startListing(s, limit);
+      }
+      if (s.queued == null) {
+        s.queued = Promise.promise();
+      }
+      return s.queued.future();
+    }
+  }
+
+  private Future<Listing> startListing(ListingState s, int limit) {
+    // under the lock of listings
+    Future<Listing> f = computeListing(limit);
+    s.running = f;
+    f.onComplete(r -> {
+      synchronized (listings) {
+        s.running = null;
+        Promise<Listing> next = s.queued;
+        s.queued = null;
+        if (next != null) {
+          startListing(s, limit).onComplete(next);
+        }
+      }
+    });
+    return f;
+  }
+
+  /** One limit's listings: the one running and the promise of the one queued behind it. */
+  private static final class ListingState {
+    Future<Listing> running;
+    Promise<Listing> queued;
+  }
+
+  private Future<Listing> computeListing(int limit) {
     CompletableFuture<Void> deadline = new CompletableFuture<>();
     CompletableFuture<SortedSet<String>> names0 = scripts.listNames(deadline);
     // one read on a standalone Redis; on a Cluster one list.lua call per master (Redis 7), or one read
@@ -126,14 +179,7 @@ final class BudgetService {
         }
         wanted.add(n);
       }
-      List<Future<BudgetStatus>> all = new ArrayList<>();
-      for (String n : wanted) {
-        // the index is data in Redis: a member no budget may be named (written by hand) is listed as
-        // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
-        all.add(BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
-            scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
-            "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM")));
-      }
+      List<Future<BudgetStatus>> all = statuses(wanted);
       return Future.join(all).transform(done -> {
         List<BudgetStatus> out = new ArrayList<>();
         List<BrokenBudgetException> broken = new ArrayList<>();
@@ -165,6 +211,62 @@ final class BudgetService {
         return Future.succeededFuture(new Listing(out, broken, truncated));
       });
     });
+  }
+
+  /**
+   * The status of every name, at most {@link #LISTING_CONCURRENCY} calls in flight: each lane takes
+   * the next name when its call completes. After a failure of Redis (not of one budget's data) the
+   * names not yet asked fail with it, as the listing does.
+   */
+  private List<Future<BudgetStatus>> statuses(List<String> names) {
+    List<Promise<BudgetStatus>> results = new ArrayList<>(names.size());
+    List<Future<BudgetStatus>> futures = new ArrayList<>(names.size());
+    for (int i = 0; i < names.size(); i++) {
+      Promise<BudgetStatus> p = Promise.promise();
+      results.add(p);
+      futures.add(p.future());
+    }
+    AtomicInteger next = new AtomicInteger();
+    AtomicReference<Throwable> redisFailure = new AtomicReference<>();
+    Runnable[] lane = new Runnable[1];
+    lane[0] = () -> {
+      while (true) {
+        int i = next.getAndIncrement();
+        if (i >= names.size()) {
+          return;
+        }
+        Throwable failed = redisFailure.get();
+        if (failed != null) {
+          results.get(i).fail(failed);
+          continue;
+        }
+        Future<BudgetStatus> f = statusOrBroken(names.get(i));
+        if (f.isComplete()) {
+          results.get(i).handle(f);
+          continue;
+        }
+        f.onComplete(r -> {
+          if (r.failed() && !(r.cause() instanceof BrokenBudgetException)) {
+            redisFailure.compareAndSet(null, r.cause());
+          }
+          results.get(i).handle(r);
+          lane[0].run();
+        });
+        return;
+      }
+    };
+    for (int k = 0; k < Math.min(LISTING_CONCURRENCY, names.size()); k++) {
+      lane[0].run();
+    }
+    return futures;
+  }
+
+  private Future<BudgetStatus> statusOrBroken(String n) {
+    // the index is data in Redis: a member no budget may be named (written by hand) is listed as
+    // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
+    return BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
+        scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
+        "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM"));
   }
 
   Future<String> ping() {

@@ -24,14 +24,15 @@ record BudgetStatus(
     int maxCallsPerSecond,
     long available,
     long nextGrantMillis,
-    StatusReply.WindowBuckets buckets) {
+    StatusReply.WindowBuckets buckets,
+    long refillPpm) {
 
   /** From status.lua's reply, as the SDK's protocol parsed it. */
   static BudgetStatus of(StatusReply r) {
     return new BudgetStatus(r.name(), r.exists(), r.settings().mode(), r.settings().ratioPpm(),
         r.settings().windowSeconds(), r.settings().minRetriesPerSecond(), r.requests(), r.retries(), r.denied(),
         r.allowance(), r.activeClients(), r.source(), r.settings().maxCallsPerSecond(), r.available(),
-        r.nextGrantMillis(), r.buckets());
+        r.nextGrantMillis(), r.buckets(), r.refillPpm());
   }
 
   double ratio() {

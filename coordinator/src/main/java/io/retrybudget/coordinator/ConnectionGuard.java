@@ -63,7 +63,8 @@ import java.util.logging.Logger;
  *       byte of a request), body (from the end of the headers), answer (from the end of the body to
  *       the last byte written) and idle keep-alive; a sweep closes connections past theirs;</li>
  *   <li>requests Vert.x should never see are answered here, before any metric or body work:
- *       unknown methods (501), undecodable request lines or headers (400, 414, 431),
+ *       unknown methods (501), HTTP versions but 1.1 and 1.0 (505), undecodable request lines or
+ *       headers (400, 414, 431),
  *       Content-Length with Transfer-Encoding, and any Transfer-Encoding but exactly chunked (400,
  *       then close);</li>
  *   <li>an answer written before its request body ended always carries {@code Connection: close}
@@ -821,6 +822,16 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       boolean keepAlive = noBody && req.protocolVersion() == HttpVersion.HTTP_1_1
           && !h.containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE, true);
       return new Refusal(HttpResponseStatus.NOT_IMPLEMENTED, "method", "unknown method", keepAlive);
+    }
+    // HTTP/1.1 and 1.0 only, exactly as written (the protocol name is case-sensitive, RFC 9112
+    // section 2.3; Netty keeps its constants for exactly these two): anything else is 505, in
+    // HTTP/1.1, then close, as what follows cannot be trusted to be framed alike (checked after
+    // the method: an HTTP/2 preface, PRI, stays 501)
+    HttpVersion version = req.protocolVersion();
+    if (version != HttpVersion.HTTP_1_1 && version != HttpVersion.HTTP_1_0) {
+      String text = version.text();
+      return new Refusal(HttpResponseStatus.HTTP_VERSION_NOT_SUPPORTED, "version", "HTTP version "
+          + (text.length() > 20 ? text.substring(0, 20) + "..." : text) + " is not supported; use HTTP/1.1", false);
     }
     // RFC 9112 section 3.2: an HTTP/1.1 request without Host, any request with two, or with a Host
     // that is no host[:port], is 400

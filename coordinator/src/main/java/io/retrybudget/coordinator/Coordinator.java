@@ -90,6 +90,7 @@ public final class Coordinator implements AutoCloseable {
 
   /** Starts everything; blocks until the HTTP server listens. Throws when any part cannot start. */
   public static Coordinator start(CoordinatorConfig config) throws Exception {
+    LettuceLogThrottle.install(); // Lettuce's per-command WARNINGs, at most one per kind every 10 s
     Map<String, ConfigUpdate> fileBudgets = config.budgetsFile() == null ? Map.of() : BudgetsFile.read(config.budgetsFile());
     LocalRedis local = null;
     RedisBudgetStore store = null;

@@ -71,6 +71,8 @@ public record CoordinatorConfig(
       "COORDINATOR_METRICS_CACHE_MS", "COORDINATOR_MAX_CONNECTIONS_PER_IP", "COORDINATOR_MANAGEMENT_PORT",
       "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "COORDINATOR_LIVENESS_STALL_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
+  /** Shorter tokens are accepted with a warning at start. */
+  public static final int MIN_TOKEN_LENGTH = 16;
   /** Tokens that are examples, not secrets: the placeholder the Kubernetes manifests once shipped and the usual ones. */
   static final Set<String> PLACEHOLDER_TOKENS = Set.of("replace-me-with-a-long-random-token", "replace-me",
       "changeme", "change-me", "token", "secret");
@@ -122,6 +124,12 @@ public record CoordinatorConfig(
     if (token != null && token.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
       throw new IllegalArgumentException("COORDINATOR_TOKEN must be printable ASCII without spaces (it is sent in "
           + "an HTTP header); its value is not shown");
+    }
+    if (token != null && token.length() < MIN_TOKEN_LENGTH) {
+      // a warning, not a refusal: tests and local runs use short ones; its value is not shown
+      warnings.add("COORDINATOR_TOKEN is " + token.length() + " characters long: anyone who guesses it can "
+          + "change budgets and take permits; use at least " + MIN_TOKEN_LENGTH + " random ones, e.g. "
+          + "COORDINATOR_TOKEN=$(openssl rand -hex 24)");
     }
     boolean generated = token == null;
     if (generated) {

@@ -3,6 +3,7 @@ package io.retrybudget.coordinator;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
 import java.net.ConnectException;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.TimeoutException;
@@ -20,6 +21,13 @@ final class RedisErrors {
    * @param timeoutMillis the command timeout
    */
   static String describe(Throwable failure, String endpoint, long timeoutMillis) {
+    for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (isLocalQueueFull(t)) {
+        // Lettuce refused the command before sending it: this process's queue, not Redis
+        return "the coordinator's queue of commands to Redis at " + endpoint
+            + " is full (too many calls in flight in this process; not a fault of Redis)";
+      }
+    }
     for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof RedisCommandTimeoutException || t instanceof TimeoutException) {
         return "Redis at " + endpoint + " did not answer within " + timeoutMillis + " ms";
@@ -42,6 +50,12 @@ final class RedisErrors {
       }
     }
     return "Redis call to " + endpoint + " failed (" + failure.getClass().getSimpleName() + ")";
+  }
+
+  /** Lettuce's refusal of a command its own queue has no room for (requestQueueSize). */
+  static boolean isLocalQueueFull(Throwable t) {
+    return t instanceof RedisException && !(t instanceof RedisCommandExecutionException)
+        && (contains(t, "Request queue size exceeded") || contains(t, "Internal stack size exceeded"));
   }
 
   /** The leading upper-case word of a Redis error reply ("OOM", "LOADING", "READONLY"), else "". */

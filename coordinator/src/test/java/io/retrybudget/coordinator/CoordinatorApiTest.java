@@ -43,6 +43,33 @@ class CoordinatorApiTest {
     redis.flushAll();
   }
 
+  /** Review finding 3: a count the paced balance can never hold is 422 with the cap, not a false Retry-After. */
+  @Test
+  void aCountAboveWhatTheBalanceCanHoldIs422WithTheCapAndNotCounted() throws Exception {
+    assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/capdemo",
+        "{\"ratio\": 0.1, \"min_retries_per_second\": 10, \"window_seconds\": 10}").status());
+    // no traffic: the floor of 10 a second refills the balance, which holds half a second of it, 5
+    var over = api.write("acquireRetries", "POST", "/v1/budgets/capdemo/retries", "{\"count\": 6}");
+    assertEquals(422, over.status(), over.body());
+    assertEquals(5, over.json().getLong("max_count"));
+    assertEquals("count", over.json().getString("field"));
+    assertTrue(over.json().getString("error").contains("ask for at most 5"), over.body());
+    assertTrue(over.raw().headers().firstValue("Retry-After").isEmpty(), "no promise that waiting helps");
+    assertEquals(0, api.get("getBudget", "/v1/budgets/capdemo").json().getLong("denied"), "nothing counted");
+    // created by the call itself (auto-create, default floor 10/s): refused by the script, then 422
+    var seeded = api.write("acquireRetries", "POST", "/v1/budgets/capnew/retries", "{\"count\": 6}");
+    assertEquals(422, seeded.status(), seeded.body());
+    assertEquals(5, seeded.json().getLong("max_count"));
+    // shadow mode refuses nothing
+    assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/capdemo", "{\"mode\": \"shadow\"}").status());
+    var shadow = api.write("acquireRetries", "POST", "/v1/budgets/capdemo/retries", "{\"count\": 6}");
+    assertEquals(200, shadow.status(), shadow.body());
+    assertTrue(shadow.json().getBoolean("shadow"));
+    assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/capdemo", "{\"mode\": \"enforce\"}").status());
+    assertEquals(200, api.write("acquireRetries", "POST", "/v1/budgets/capdemo/retries", "{\"count\": 5}").status(),
+        "the cap itself is granted");
+  }
+
   @Test
   void configureCountAndAskForPermits() throws Exception {
     var put = api.write("configureBudget", "PUT", "/v1/budgets/payments-api",
@@ -109,7 +136,9 @@ class CoordinatorApiTest {
       assertTrue(granted <= 10, "more than the ratio allows");
     }
     assertTrue(granted >= 1, "the balance held a permit");
-    assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/chart/retries", "{\"count\": 4}").status());
+    assertEquals(429, api.write("acquireRetries", "POST", "/v1/budgets/chart/retries", "{\"count\": 1}").status());
+    // more than the balance can hold at this rate: 422, not counted
+    assertEquals(422, api.write("acquireRetries", "POST", "/v1/budgets/chart/retries", "{\"count\": 40}").status());
 
     JsonObject status = api.get("getBudget", "/v1/budgets/chart").json();
     assertEquals(2000, status.getLong("bucket_ms"), "a tenth of the window");
@@ -132,7 +161,7 @@ class CoordinatorApiTest {
     assertTrue(lastStart <= now && now < lastStart + 2000, "the last bucket is the one filling now: " + lastStart + " " + now);
     assertEquals(100, requests);
     assertEquals(granted, retries);
-    assertEquals(1 + 4, denied, "all or none: the refused 1 and 4 are counted as denied");
+    assertEquals(1 + 1, denied, "the two refused single permits are counted as denied, the 422 is not");
     assertEquals(status.getLong("requests"), requests, "the totals are the buckets' sums while none is leaving");
 
     var listed = api.get("listBudgets", "/v1/budgets").json().getJsonArray("budgets").getJsonObject(0);

@@ -153,6 +153,45 @@ class HttpHardeningTest {
     }
   }
 
+  /** Review finding 6: RFC 9110 section 15.6.6, in HTTP/1.1 with the JSON error, then close. */
+  @ParameterizedTest
+  @ValueSource(strings = {"HTTP/9.9", "HTTP/0.9", "HTTP/1.2", "HTTP/2.0", "HTTP/1.10", "http/1.1", "Http/1.0"})
+  void anUnsupportedHttpVersionIs505ThenClose(String version) throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      c.send("GET /health/live " + version + "\r\nHost: t\r\n\r\n" + request("GET", "/health/live"));
+      RawHttp.Answer a = c.read();
+      assertEquals(505, a.status(), version);
+      assertTrue(c.lastStatusLine.startsWith("HTTP/1.1 505 "), c.lastStatusLine);
+      assertEquals("close", a.header("connection"));
+      assertEquals("version", new JsonObject(a.body()).getString("field"));
+      assertTrue(new JsonObject(a.body()).getString("error").contains("use HTTP/1.1"), a.body());
+      c.timeout(3_000);
+      assertEquals(-1, c.readByte(), "the pipelined request behind it is not answered: the connection ends");
+    }
+  }
+
+  /** Review finding 8: two Authorization headers, in either order, are 400; neither decides. */
+  @Test
+  void twoAuthorizationHeadersAre400() throws Exception {
+    for (String[] pair : new String[][] {{"Bearer " + TOKEN, "Bearer wrong"}, {"Bearer wrong", "Bearer " + TOKEN}}) {
+      try (RawHttp c = new RawHttp(port)) {
+        RawHttp.Answer a = c.send(put("two", "{\"ratio\": 0.2}", "Authorization: " + pair[0],
+            "Authorization: " + pair[1], "Content-Type: application/json")).read();
+        assertEquals(400, a.status(), a.body());
+        assertEquals("Authorization", new JsonObject(a.body()).getString("field"));
+      }
+    }
+    assertEquals(0L, redis.server().call("DBSIZE"), "nothing written");
+  }
+
+  @Test
+  void http10IsStillServed() throws Exception {
+    try (RawHttp c = new RawHttp(port)) {
+      c.send("GET /health/live HTTP/1.0\r\n\r\n");
+      assertEquals(200, c.read().status());
+    }
+  }
+
   /**
    * A request refused below Vert.x while earlier pipelined requests are still being answered (a
    * budget read waits for Redis) is answered after them, in order; then the connection ends.

@@ -53,6 +53,9 @@ final class RawHttp implements AutoCloseable {
     return this;
   }
 
+  /** The status line of the last answer {@link #read}. */
+  String lastStatusLine;
+
   void timeout(int millis) throws IOException {
     socket.setSoTimeout(millis);
   }
@@ -61,6 +64,7 @@ final class RawHttp implements AutoCloseable {
   Answer read() throws IOException {
     String head = readHead();
     String[] lines = head.split("\r\n");
+    lastStatusLine = lines[0];
     int status = Integer.parseInt(lines[0].split(" ")[1]);
     List<String[]> headers = new ArrayList<>();
     int length = 0;

@@ -52,6 +52,38 @@ class RedisOutageTest {
     }
   }
 
+  /** Review finding 7: while Redis is down no per-budget gauge is exported as if it were current. */
+  @Test
+  void perBudgetGaugesAreDroppedWhileRedisIsDownAndComeBack() throws Exception {
+    try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
+            "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t",
+            "COORDINATOR_METRICS_CACHE_MS", "0")));
+        ApiClient api = new ApiClient(c.port(), "t")) {
+      assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/r3", "{\"ratio\": 0.5}").status());
+      Eventually.await("the budget's gauges appear", Duration.ofSeconds(12),
+          () -> metrics(api).contains("retry_budget_remaining{budget=\"r3\"}"));
+      redis.server().kill();
+      Eventually.await("the budget's gauges are dropped", Duration.ofSeconds(12), () -> {
+        String m = metrics(api);
+        return m.contains("retry_budget_redis_up 0.0") && !m.contains("budget=\"r3\"")
+            && m.contains("retry_budget_count NaN");
+      });
+      redis.server().restart(); // empty: the budget is written again once the connection is back
+      Eventually.await("writes work again", Duration.ofSeconds(5),
+          () -> call(() -> api.write("configureBudget", "PUT", "/v1/budgets/r3", "{\"ratio\": 0.5}").status()) == 200);
+      Eventually.await("they come back with Redis", Duration.ofSeconds(12),
+          () -> metrics(api).contains("retry_budget_remaining{budget=\"r3\"}"));
+    }
+  }
+
+  private static String metrics(ApiClient api) {
+    try {
+      return api.get("metrics", "/metrics").body();
+    } catch (Exception e) {
+      return "";
+    }
+  }
+
   @Test
   void aRedisThatDoesNotAnswerIsNamedInThe503() throws Exception {
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(

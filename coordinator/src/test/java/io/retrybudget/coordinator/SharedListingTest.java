@@ -1,0 +1,99 @@
+package io.retrybudget.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * How listings share their work, on a real Redis: counted by the script calls Redis itself saw
+ * (INFO commandstats), never by timing.
+ */
+class SharedListingTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+  private Vertx vertx;
+  private RedisBudgetStore store;
+  private BudgetService budgets;
+
+  @BeforeEach
+  void start() throws Exception {
+    redis.flushAll();
+    vertx = Vertx.vertx();
+    store = RedisBudgetStore.connect(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build());
+    budgets = new BudgetService(store, vertx, Duration.ofSeconds(5), false);
+    List<Future<BudgetStatus>> all = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      all.add(budgets.configure(String.format("b-%03d", i), new ConfigUpdate(100_000L, 10, 1, null, null)));
+    }
+    await(Future.all(all));
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    store.close();
+    await(vertx.close());
+  }
+
+  private static <T> T await(Future<T> f) throws Exception {
+    return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
+
+  private long scriptCalls() {
+    return redis.commandCalls("evalsha");
+  }
+
+  @Test
+  void concurrentListingsShareTwoComputations() throws Exception {
+    long before = scriptCalls();
+    List<Future<BudgetService.Listing>> many = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      many.add(budgets.list(1000));
+    }
+    await(Future.all(many));
+    assertEquals(100, many.get(0).result().budgets().size());
+    assertEquals(200, scriptCalls() - before,
+        "one status call per budget for the first listing, and as many for the 49 asked for while it ran");
+    for (Future<BudgetService.Listing> f : many.subList(1, many.size())) {
+      assertTrue(many.get(1).result() == f.result(), "the 49 share one computation");
+    }
+    await(budgets.list(1000));
+    assertEquals(300, scriptCalls() - before, "a listing asked for when none runs is read anew");
+  }
+
+  @Test
+  void aChangeInRedisBeforeAListingIsAskedForIsSeenByIt() throws Exception {
+    try (RedisBudgetStore other = RedisBudgetStore.connect(redis.connectionOptions().build())) {
+      BudgetService elsewhere = new BudgetService(other, vertx, Duration.ofSeconds(5), false);
+      for (int round = 1; round <= 20; round++) {
+        Future<BudgetService.Listing> running = budgets.list(1000); // may be in flight during the change
+        await(elsewhere.countRequests("b-000", 1)); // another replica, an SDK client
+        BudgetService.Listing after = await(budgets.list(1000));
+        assertEquals(round, after.budgets().get(0).requests(), "round " + round);
+        await(running);
+      }
+    }
+  }
+
+  @Test
+  void aListingOfManyStatusCallsKeepsFewInFlight() throws Exception {
+    // a connection whose queue holds 40 commands: a listing of 100 budgets succeeds only because at
+    // most 32 of its status calls are in flight at once (all 100 at once are refused)
+    try (RedisBudgetStore small = RedisBudgetStore.connect(redis.connectionOptions().requestQueueSize(40).build())) {
+      BudgetService service = new BudgetService(small, vertx, Duration.ofSeconds(5), false);
+      BudgetService.Listing listing = await(service.list(1000));
+      assertEquals(100, listing.budgets().size());
+      assertTrue(listing.broken().isEmpty());
+    }
+  }
+}
