@@ -91,25 +91,10 @@ class MainProcessTest {
   void aBusyPortIsOneLineNamingThePortAndTheVariable(@TempDir Path dir) throws Exception {
     try (java.net.ServerSocket taken = new java.net.ServerSocket(0)) {
       Path log = dir.resolve("busy.log");
-      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-      ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-          "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
-      pb.environment().put("REDIS_URL", redis.uri());
-      pb.environment().put("COORDINATOR_PORT", Integer.toString(taken.getLocalPort()));
-      pb.environment().put("COORDINATOR_MANAGEMENT_PORT", "0");
-      pb.environment().put("COORDINATOR_TOKEN", "busy-port-token");
-      Process p = pb.start();
-      try {
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "exits");
-        assertEquals(1, p.exitValue());
-        List<String> errors = lines(log).stream().filter(l -> l.startsWith("coordinator did not start")).toList();
-        assertEquals(1, errors.size(), lines(log).toString());
-        assertTrue(errors.get(0).contains("port " + taken.getLocalPort()) && errors.get(0).contains("COORDINATOR_PORT"),
-            errors.get(0));
-        assertTrue(lines(log).stream().noneMatch(l -> l.startsWith("\tat ")), "no stack trace: " + lines(log));
-      } finally {
-        p.destroyForcibly();
-      }
+      String error = failedStart(log, java.util.Map.of("REDIS_URL", redis.uri(),
+          "COORDINATOR_PORT", Integer.toString(taken.getLocalPort()), "COORDINATOR_MANAGEMENT_PORT", "0",
+          "COORDINATOR_TOKEN", "busy-port-token"));
+      assertTrue(error.contains("port " + taken.getLocalPort()) && error.contains("COORDINATOR_PORT"), error);
     }
   }
 
@@ -120,22 +105,27 @@ class MainProcessTest {
       closed = s.getLocalPort(); // nothing listens there once closed
     }
     Path log = dir.resolve("unreachable.log");
+    String line = failedStart(log, java.util.Map.of("REDIS_URL", "redis://:s3cret-password@127.0.0.1:" + closed,
+        "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "unreachable-redis-token"));
+    assertTrue(line.contains("127.0.0.1:" + closed) && line.contains("REDIS_URL") && line.contains("refused"), line);
+    assertTrue(!line.contains("<unresolved>") && !line.contains("s3cret"), line);
+    assertTrue(lines(log).stream().noneMatch(l -> l.contains("s3cret")), "no password anywhere: " + lines(log));
+  }
+
+  /** Runs Main with {@code env}; asserts it exits 1 with one "did not start" line and no stack trace; returns that line. */
+  private static String failedStart(Path log, java.util.Map<String, String> env) throws Exception {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
         "io.retrybudget.coordinator.Main").redirectErrorStream(true).redirectOutput(log.toFile());
-    pb.environment().put("REDIS_URL", "redis://:s3cret-password@127.0.0.1:" + closed);
-    pb.environment().put("COORDINATOR_PORT", "0");
-    pb.environment().put("COORDINATOR_TOKEN", "unreachable-redis-token");
+    pb.environment().putAll(env);
     Process p = pb.start();
     try {
       assertTrue(p.waitFor(30, TimeUnit.SECONDS), "exits");
       assertEquals(1, p.exitValue());
       List<String> errors = lines(log).stream().filter(l -> l.startsWith("coordinator did not start")).toList();
       assertEquals(1, errors.size(), lines(log).toString());
-      String line = errors.get(0);
-      assertTrue(line.contains("127.0.0.1:" + closed) && line.contains("REDIS_URL") && line.contains("refused"), line);
-      assertTrue(!line.contains("<unresolved>") && !line.contains("s3cret"), line);
-      assertTrue(lines(log).stream().noneMatch(l -> l.contains("s3cret")), "no password anywhere: " + lines(log));
+      assertTrue(lines(log).stream().noneMatch(l -> l.startsWith("\tat ")), "no stack trace: " + lines(log));
+      return errors.get(0);
     } finally {
       p.destroyForcibly();
     }
