@@ -35,11 +35,18 @@ final class BudgetService {
   static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
   /** Most status calls of listings on the Redis connection at once (its queue holds 4096). */
   static final int LISTING_CONCURRENCY = 32;
+  /**
+   * Least time between the starts of two listings: a flood of readers without a token then costs
+   * Redis at most 4 listings a second (4,000 status calls with 1,000 budgets), and a reader waits at
+   * most this long more for an answer still read after it asked.
+   */
+  static final Duration LISTING_SPACING = Duration.ofMillis(250);
 
   private final BudgetScripts scripts;
   private final Vertx vertx;
   private final long timeoutMillis;
   private final boolean autoCreate;
+  private final long listingSpacingNanos;
   /** Limit -> its listings; the lock of their state. */
   private final Map<Integer, ListingState> listings = new HashMap<>();
 
@@ -52,6 +59,11 @@ final class BudgetService {
    *     COORDINATOR_AUTO_CREATE existed); false: it is refused and nothing is written
    */
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
+    this(store, vertx, timeout, autoCreate, LISTING_SPACING);
+  }
+
+  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate, Duration listingSpacing) {
+    this.listingSpacingNanos = listingSpacing.toNanos();
     this.scripts = new BudgetScripts(store);
     this.vertx = vertx;
     this.timeoutMillis = timeout.toMillis();
@@ -124,13 +136,21 @@ final class BudgetService {
    * flight. A listing asked for while one runs waits for the next one, which starts when the running
    * one ends and serves every listing asked for meanwhile: each answer was read after it was asked
    * for (nothing is served from before, so a change in Redis by anyone is seen by the next
-   * listing), and however many ask, at most two computations exist.
+   * listing), and however many ask, at most two computations exist. Two starts are at least
+   * {@link #LISTING_SPACING} apart: the queued one waits for that on a timer.
    */
   Future<Listing> list(int limit) {
     synchronized (listings) {
       ListingState s = listings.computeIfAbsent(limit, l -> new ListingState());
-      if (s.running == null) {
-        return startListing(s, limit);
+      if (s.running == null && s.queued == null) {
+        long waitNanos = s.startedNanos + listingSpacingNanos - System.nanoTime();
+        if (!s.started || waitNanos <= 0) {
+          return startListing(s, limit);
+        }
+        s.queued = Promise.promise();
+        Future<Listing> answer = s.queued.future();
+        startLater(s, limit, waitNanos);
+        return answer;
       }
       if (s.queued == null) {
         s.queued = Promise.promise();
@@ -141,25 +161,49 @@ final class BudgetService {
 
   private Future<Listing> startListing(ListingState s, int limit) {
     // under the lock of listings
+    s.started = true;
+    s.startedNanos = System.nanoTime();
     Future<Listing> f = computeListing(limit);
     s.running = f;
     f.onComplete(r -> {
       synchronized (listings) {
         s.running = null;
-        Promise<Listing> next = s.queued;
-        s.queued = null;
-        if (next != null) {
-          startListing(s, limit).onComplete(next);
+        if (s.queued != null) {
+          startLater(s, limit, s.startedNanos + listingSpacingNanos - System.nanoTime());
         }
       }
     });
     return f;
   }
 
-  /** One limit's listings: the one running and the promise of the one queued behind it. */
+  /** Starts the queued listing in {@code waitNanos} (now when 0 or less); askers meanwhile join it. Under the lock. */
+  private void startLater(ListingState s, int limit, long waitNanos) {
+    long waitMillis = (waitNanos + 999_999) / 1_000_000;
+    if (waitMillis <= 0) {
+      Promise<Listing> next = s.queued;
+      s.queued = null;
+      startListing(s, limit).onComplete(next);
+      return;
+    }
+    s.running = Future.succeededFuture(); // a marker: the queued one is waiting for its start
+    vertx.setTimer(waitMillis, id -> {
+      synchronized (listings) {
+        Promise<Listing> next = s.queued;
+        s.queued = null;
+        startListing(s, limit).onComplete(next);
+      }
+    });
+  }
+
+  /**
+   * One limit's listings: the one running (or a marker while the queued one waits for its start),
+   * the promise of the one queued behind it, and when the last one started.
+   */
   private static final class ListingState {
-    Future<Listing> running;
+    Future<?> running;
     Promise<Listing> queued;
+    boolean started;
+    long startedNanos;
   }
 
   private Future<Listing> computeListing(int limit) {

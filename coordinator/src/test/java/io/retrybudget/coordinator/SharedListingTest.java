@@ -96,4 +96,45 @@ class SharedListingTest {
       assertTrue(listing.broken().isEmpty());
     }
   }
+
+  /**
+   * Eight readers listing back to back for 2 s (a flood without a token): their listings start at
+   * least LISTING_SPACING apart, so Redis sees at most 2 s / 250 ms + 1 listings' status calls (each
+   * answer still read after it was asked for). Without the spacing they ran back to back: over 50.
+   */
+  @Test
+  void aFloodOfListingsStartsThemAtMostFourASecond() throws Exception {
+    long before = scriptCalls();
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+    java.util.concurrent.atomic.AtomicInteger answers = new java.util.concurrent.atomic.AtomicInteger();
+    List<java.util.concurrent.CompletableFuture<Void>> readers = new ArrayList<>();
+    for (int r = 0; r < 8; r++) {
+      java.util.concurrent.CompletableFuture<Void> done = new java.util.concurrent.CompletableFuture<>();
+      readers.add(done);
+      readOn(end, answers, done);
+    }
+    java.util.concurrent.CompletableFuture.allOf(readers.toArray(java.util.concurrent.CompletableFuture[]::new))
+        .get(30, TimeUnit.SECONDS);
+    long listings = (scriptCalls() - before) / 100;
+    System.out.println("8 readers for 2 s: " + answers.get() + " answers from " + listings + " listings");
+    assertTrue(listings <= 2_000 / BudgetService.LISTING_SPACING.toMillis() + 2, listings + " listings in 2 s");
+    assertTrue(answers.get() >= 8 * listings / 2, "every listing answered the readers waiting for it: " + answers.get());
+  }
+
+  /** One reader: lists again as soon as it has its answer, until {@code end}. */
+  private void readOn(long end, java.util.concurrent.atomic.AtomicInteger answers, java.util.concurrent.CompletableFuture<Void> done) {
+    if (System.nanoTime() >= end) {
+      done.complete(null);
+      return;
+    }
+    budgets.list(1000).onComplete(r -> {
+      if (r.failed()) {
+        done.completeExceptionally(r.cause());
+        return;
+      }
+      assertEquals(100, r.result().budgets().size());
+      answers.incrementAndGet();
+      readOn(end, answers, done);
+    });
+  }
 }
