@@ -76,6 +76,12 @@ final class LettuceLogThrottle implements Filter {
       long[] state = kinds.get(kind);
       if (state == null) {
         if (kinds.size() >= MAX_KINDS) {
+          // kinds whose period is over are forgotten (a record of theirs would pass anyway; what they
+          // suppressed since their last record goes untold), so a long-lived process still logs the
+          // first record of a new kind
+          kinds.values().removeIf(k -> now - k[0] >= everyNanos);
+        }
+        if (kinds.size() >= MAX_KINDS) {
           kind = "(other)";
           state = kinds.get(kind);
         }

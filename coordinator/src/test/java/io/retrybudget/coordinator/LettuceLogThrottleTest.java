@@ -69,6 +69,21 @@ class LettuceLogThrottleTest {
   }
 
   @Test
+  void kindsQuietForAPeriodAreForgottenSoANewKindStillPasses() {
+    long[] now = {0};
+    LettuceLogThrottle t = new LettuceLogThrottle(null, () -> now[0], 10);
+    for (int i = 0; i < LettuceLogThrottle.MAX_KINDS; i++) {
+      now[0] += TimeUnit.MINUTES.toNanos(1);
+      assertTrue(t.isLoggable(warning("logger-" + i, "m", null)), "kind " + i);
+    }
+    // a day later, the first record of a kind never seen: the 64 old ones are long quiet
+    now[0] += TimeUnit.DAYS.toNanos(1);
+    assertTrue(t.isLoggable(warning("new", "Connection refused", null)), "the first of a new kind");
+    assertTrue(t.isLoggable(warning("newer", "Internal stack size exceeded", null)), "and of another");
+    assertFalse(t.isLoggable(warning("new", "Connection refused", null)), "a repeat within the period is held");
+  }
+
+  @Test
   void aFullQueueOnARealConnectionLogsOncePerKind() throws Exception {
     Coordinator.class.getName(); // the throttle is the coordinator's: installed as it starts
     LettuceLogThrottle.install();
