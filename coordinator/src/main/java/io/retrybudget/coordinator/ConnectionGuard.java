@@ -830,8 +830,11 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     HttpVersion version = req.protocolVersion();
     if (version != HttpVersion.HTTP_1_1 && version != HttpVersion.HTTP_1_0) {
       String text = version.text();
-      return new Refusal(HttpResponseStatus.HTTP_VERSION_NOT_SUPPORTED, "version", "HTTP version "
-          + (text.length() > 20 ? text.substring(0, 20) + "..." : text) + " is not supported; use HTTP/1.1", false);
+      // Netty upper-cases what it parsed: "http/1.1" arrives as HTTP/1.1 in another object
+      String why = text.equals("HTTP/1.1") || text.equals("HTTP/1.0")
+          ? "the HTTP version is case-sensitive: use HTTP/1.1, in capitals"
+          : "HTTP version " + (text.length() > 20 ? text.substring(0, 20) + "..." : text) + " is not supported; use HTTP/1.1";
+      return new Refusal(HttpResponseStatus.HTTP_VERSION_NOT_SUPPORTED, "version", why, false);
     }
     // RFC 9112 section 3.2: an HTTP/1.1 request without Host, any request with two, or with a Host
     // that is no host[:port], is 400

@@ -165,6 +165,9 @@ class HttpHardeningTest {
       assertEquals("close", a.header("connection"));
       assertEquals("version", new JsonObject(a.body()).getString("field"));
       assertTrue(new JsonObject(a.body()).getString("error").contains("use HTTP/1.1"), a.body());
+      // a version in the wrong case is not told "HTTP/1.1 is not supported; use HTTP/1.1" (review3)
+      boolean wrongCase = version.equalsIgnoreCase("HTTP/1.1") || version.equalsIgnoreCase("HTTP/1.0");
+      assertEquals(wrongCase, new JsonObject(a.body()).getString("error").contains("case-sensitive"), a.body());
       c.timeout(3_000);
       assertEquals(-1, c.readByte(), "the pipelined request behind it is not answered: the connection ends");
     }
