@@ -119,8 +119,9 @@ public final class MiddleLayer implements AutoCloseable {
    * {@link Builder#maxInboundDeadline}; garbage, fractions and negatives are no value), and when
    * the request carries several — more than one field line (a proxy appended its own), or one line
    * with a comma list (the same thing once an intermediary combined the lines, RFC 9110 5.3) — the
-   * tightest valid one is taken, among the first {@link #MAX_DEADLINE_VALUES} values; no valid
-   * value is no deadline.
+   * tightest valid one is taken, among the last {@link #MAX_DEADLINE_VALUES} values (the ones
+   * intermediaries appended, so a sender's padding cannot push a proxy's value out); no valid value
+   * is no deadline.
    */
   public Inbound inbound(RequestView request) {
     return new Inbound(inboundAttempt(request), inboundDeadlineMillis(request, maxDeadlineMillis), nanoClock.getAsLong());
@@ -133,13 +134,15 @@ public final class MiddleLayer implements AutoCloseable {
   static long inboundDeadlineMillis(RequestView request, long capMillis) {
     long tightest = -1;
     int seen = 0;
-    for (String line : request.headers(HttpRetryRules.DEADLINE_HEADER, MAX_DEADLINE_VALUES)) {
-      int from = 0;
-      while (from <= line.length() && seen < MAX_DEADLINE_VALUES) {
-        int comma = line.indexOf(',', from);
-        int to = comma < 0 ? line.length() : comma;
-        String element = line.substring(from, to);
-        from = to + 1;
+    java.util.List<String> lines = request.headers(HttpRetryRules.DEADLINE_HEADER, MAX_DEADLINE_VALUES);
+    // from the last value back: what intermediaries appended comes last
+    for (int i = lines.size() - 1; i >= 0 && seen < MAX_DEADLINE_VALUES; i--) {
+      String line = lines.get(i);
+      int to = line.length();
+      while (to >= 0 && seen < MAX_DEADLINE_VALUES) {
+        int comma = line.lastIndexOf(',', to - 1);
+        String element = line.substring(comma + 1, to);
+        to = comma;
         if (element.isBlank()) {
           continue; // an empty list element (RFC 9110 5.6.1) is no value
         }
@@ -148,9 +151,6 @@ public final class MiddleLayer implements AutoCloseable {
         if (ms >= 0 && (tightest < 0 || ms < tightest)) {
           tightest = ms;
         }
-      }
-      if (seen >= MAX_DEADLINE_VALUES) {
-        break;
       }
     }
     return tightest;

@@ -25,10 +25,11 @@ public interface RequestView {
   }
 
   /**
-   * The values of the first {@code max} field lines of a header (case-insensitive), in the order
+   * The values of the last {@code max} field lines of a header (case-insensitive), in the order
    * received; empty when it has none. A header the request repeats (a proxy appended a line, or a
    * client sent two) is seen whole here, where {@link #header} sees its first line only. The
-   * adapters read at most {@code max} lines; this default sees the first only.
+   * adapters give the last {@code max} lines (the ones intermediaries appended: a sender cannot push
+   * them out by padding its own); this default sees the first only.
    *
    * @param max how many lines to look at, at least 1
    */

@@ -115,9 +115,21 @@ class DeadlineHeaderLinesTest {
   }
 
   @Test
-  void onlyTheFirstEightValuesAreLookedAt() throws Exception {
-    String[] nine = {"900", "800", "700", "600", "500", "400", "300", "200", "1"};
-    assertEquals(List.of(200L, 200L), read(nine), "the ninth line is not read");
-    assertEquals(List.of(200L, 200L), read("900, 800, 700, 600", "500, 400, 300, 200, 1"), "nor the ninth value");
+  void onlyTheLastEightValuesAreLookedAt() throws Exception {
+    String[] nine = {"1", "900", "800", "700", "600", "500", "400", "300", "200"};
+    assertEquals(List.of(200L, 200L), read(nine), "the first of nine lines is not read");
+    assertEquals(List.of(200L, 200L), read("1, 900, 800, 700", "600, 500, 400, 300, 200"), "nor the first of nine values");
+  }
+
+  @Test
+  void aSendersPaddingCannotPushOutTheValueAProxyAppended() throws Exception {
+    // review3: with the first 8 read, eight garbage values (or eight loose ones) before a proxy's
+    // line hid it: no deadline, or the sender's 50 s
+    assertEquals(List.of(100L, 100L), read("x,x,x,x,x,x,x,x", "100"));
+    assertEquals(List.of(100L, 100L), read("50000,50000,50000,50000,50000,50000,50000,50000", "100"));
+    String[] many = new String[20];
+    java.util.Arrays.fill(many, "x");
+    many[19] = "100";
+    assertEquals(List.of(100L, 100L), read(many), "twenty lines, the proxy's last");
   }
 }

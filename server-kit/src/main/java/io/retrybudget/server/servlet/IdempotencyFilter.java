@@ -269,12 +269,16 @@ public final class IdempotencyFilter implements Filter {
         if (max < 1) {
           throw new IllegalArgumentException("max must be >= 1, was " + max);
         }
+        // the last max lines (the container's header size limit bounds how many there are)
         var lines = req.getHeaders(name);
-        List<String> values = new ArrayList<>(Math.min(max, 8));
-        while (lines != null && values.size() < max && lines.hasMoreElements()) {
-          values.add(lines.nextElement());
+        java.util.ArrayDeque<String> last = new java.util.ArrayDeque<>(Math.min(max, 8));
+        while (lines != null && lines.hasMoreElements()) {
+          if (last.size() == max) {
+            last.removeFirst();
+          }
+          last.addLast(lines.nextElement());
         }
-        return values;
+        return new ArrayList<>(last);
       }
 
       @Override

@@ -146,7 +146,7 @@ public final class VertxIdempotency {
           throw new IllegalArgumentException("max must be >= 1, was " + max);
         }
         java.util.List<String> all = ctx.request().headers().getAll(name);
-        return java.util.List.copyOf(all.size() <= max ? all : all.subList(0, max));
+        return java.util.List.copyOf(all.size() <= max ? all : all.subList(all.size() - max, all.size()));
       }
 
       @Override
