@@ -10,6 +10,8 @@ set -euo pipefail
 BEFORE=${BEFORE:?set BEFORE to a checkout whose coordinator/target/coordinator.jar is the baseline}
 BUDGETS=${BUDGETS:-1000}; FLOOD_CONNS=${FLOOD_CONNS:-8}; OUT=${OUT:-bench/results/listing-flood}
 mkdir -p "$OUT"
+# the processes' logs stay out of the results (the old coordinator logs about 600 MB in this run)
+LOGS=$(mktemp -d /tmp/listing-flood-logs.XXXXXX)
 SUMMARY="$OUT/summary.txt"; : > "$SUMMARY"
 say() { echo "$@" | tee -a "$SUMMARY"; }
 TOKEN=$(openssl rand -hex 24)
@@ -25,11 +27,11 @@ EOF
 
 run() { # side jar
   local side=$1 jar=$2 port=18180 mport=18191 rport=18179
-  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$OUT/$side-redis.log" 2>&1 &
+  redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$LOGS/$side-redis.log" 2>&1 &
   local rpid=$!
   for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
   REDIS_URL=redis://127.0.0.1:$rport COORDINATOR_PORT=$port COORDINATOR_MANAGEMENT_PORT=$mport COORDINATOR_TOKEN=$TOKEN \
-    java -Xmx384m -XX:+ExitOnOutOfMemoryError -jar "$jar" >"$OUT/$side-coordinator.log" 2>&1 &
+    java -Xmx384m -XX:+ExitOnOutOfMemoryError -jar "$jar" >"$LOGS/$side-coordinator.log" 2>&1 &
   local cpid=$!
   for _ in $(seq 150); do curl -sf "http://127.0.0.1:$port/health/ready" >/dev/null && break; sleep 0.2; done
   # the budgets to list, and one with room for every permit asked
@@ -67,8 +69,9 @@ EOF
   say "readiness (10 probes, code seconds): $(tr '\n' ';' <"$OUT/$side-ready.txt")"
   kill "$cpid" 2>/dev/null || true; wait "$cpid" 2>/dev/null || true
   kill "$rpid" 2>/dev/null || true; wait "$rpid" 2>/dev/null || true
-  say "coordinator log: $(wc -c <"$OUT/$side-coordinator.log") bytes, $(grep -c 'Internal stack size exceeded' "$OUT/$side-coordinator.log" || true) lines naming the full queue"
+  say "coordinator log: $(wc -c <"$LOGS/$side-coordinator.log") bytes, $(grep -c 'Internal stack size exceeded' "$LOGS/$side-coordinator.log" || true) lines naming the full queue"
+  rm -f "$LOGS/$side-coordinator.log"
 }
 run before "$BEFORE/coordinator/target/coordinator.jar"
 run after coordinator/target/coordinator.jar
-rm -f "$post_lua"
+rm -f "$post_lua"; rm -rf "$LOGS"
