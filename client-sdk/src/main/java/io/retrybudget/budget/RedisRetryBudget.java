@@ -685,8 +685,9 @@ final class RedisRetryBudget implements RetryBudget {
         ownBalance.drain();
         ownThreshold = threshold();
         fallbackEpisode = true;
+      } else {
+        updateOwnBalance(now, config);
       }
-      updateOwnBalance(now, config);
       if (ownDebt > 0) {
         ownDebt -= ownBalance.withdraw(ownDebt);
         if (ownDebt > 0) {

@@ -49,23 +49,16 @@ public final class Main {
 
   /**
    * The one line for a failed start: Lettuce's "Unable to connect to 127.0.0.1/<unresolved>:1" says
-   * neither which setting nor why, so a Redis that cannot be reached is named as configured (no
-   * password) with the variable and the root cause.
+   * neither which setting nor why, so a Redis that cannot be reached is described as the API
+   * describes a failed call (RedisErrors: the configured endpoint, never a password, and the cause),
+   * with the variable that names it.
    */
   static String startFailure(Throwable e, CoordinatorConfig config) {
-    Throwable refused = e;
-    while (refused != null && !(refused instanceof io.lettuce.core.RedisConnectionException)) {
-      refused = refused.getCause();
-    }
-    if (refused != null) {
-      Throwable root = refused;
-      while (root.getCause() != null && root.getCause() != root) {
-        root = root.getCause();
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof io.lettuce.core.RedisConnectionException) {
+        return RedisErrors.describe(e, config.redisEndpoint(), Coordinator.REDIS_TIMEOUT.toMillis()) + " ("
+            + (config.redisEndpoint().startsWith("cluster") ? "REDIS_CLUSTER_NODES" : "REDIS_URL") + ")";
       }
-      String why = root == refused ? "no answer" : root.getMessage() == null ? root.getClass().getSimpleName()
-          : root.getMessage().replace("<unresolved>", "");
-      return "Redis at " + config.describeRedis() + " (" + (config.describeRedis().startsWith("cluster")
-          ? "REDIS_CLUSTER_NODES" : "REDIS_URL") + ") could not be reached: " + why;
     }
     return e.getMessage();
   }

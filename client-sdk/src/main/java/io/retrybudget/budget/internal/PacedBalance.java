@@ -53,12 +53,6 @@ public final class PacedBalance {
     }
   }
 
-  /** Adds {@code micros} micro-permits (at least 0), under the cap of the last update. */
-  public void credit(long micros) {
-    if (micros > 0) {
-      balance = Math.min(cap, Math.max(0, balance) + micros);
-    }
-  }
 
   public long balance() {
     return Math.max(0, balance);

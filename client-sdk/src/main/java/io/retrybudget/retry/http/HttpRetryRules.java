@@ -59,22 +59,7 @@ public final class HttpRetryRules {
       return -1;
     }
     String v = value.strip();
-    int from = v.startsWith("+") ? 1 : 0;
-    int digits = v.length() - from;
-    if (digits <= 0 || digits > 64) {
-      return -1;
-    }
-    for (int i = from; i < v.length(); i++) {
-      char c = v.charAt(i);
-      if (c < '0' || c > '9') {
-        return -1;
-      }
-    }
-    if (digits > 18) {
-      return capMillis; // all digits, more than a long holds: as large as believed
-    }
-    long ms = Long.parseLong(v.substring(from));
-    return Math.min(ms, capMillis);
+    return digitsAtMost(v.startsWith("+") ? v.substring(1) : v, capMillis);
   }
 
   /** 5xx (503 included) and 429 are retried; other 4xx never. */
@@ -129,14 +114,11 @@ public final class HttpRetryRules {
   static Duration parsePushback(String value) {
     String v = value.trim();
     boolean negative = v.startsWith("-");
-    String digits = negative || v.startsWith("+") ? v.substring(1) : v;
-    if (v.length() > MAX_NUMBER_CHARS || !asciiDigits(digits)) {
+    long ms = digitsAtMost(negative || v.startsWith("+") ? v.substring(1) : v, LONGEST_SERVER_DELAY.toMillis());
+    if (ms < 0) {
       return null;
     }
-    if (negative) {
-      return isZero(digits) ? Duration.ZERO : Duration.ofMillis(-1);
-    }
-    return atMostLongest(digits, LONGEST_SERVER_DELAY.toMillis(), Duration::ofMillis);
+    return negative && ms > 0 ? Duration.ofMillis(-1) : Duration.ofMillis(ms);
   }
 
   /** Retry-After: delta-seconds or an HTTP-date (a date in the past means no wait). */
@@ -145,8 +127,9 @@ public final class HttpRetryRules {
     if (v.isEmpty()) {
       return null;
     }
-    if (asciiDigits(v)) {
-      return v.length() > MAX_NUMBER_CHARS ? null : atMostLongest(v, LONGEST_SERVER_DELAY.toSeconds(), Duration::ofSeconds);
+    if (v.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      long seconds = digitsAtMost(v, LONGEST_SERVER_DELAY.toSeconds());
+      return seconds < 0 ? null : Duration.ofSeconds(seconds);
     }
     try {
       ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
@@ -157,30 +140,28 @@ public final class HttpRetryRules {
     }
   }
 
-  /** 1 or more of 0-9 only (Character.isDigit and Long.parseLong also take other scripts' digits). */
-  private static boolean asciiDigits(String s) {
-    if (s.isEmpty()) {
-      return false;
+  /**
+   * A header's number as hostile input: 1 to {@value #MAX_NUMBER_CHARS} ASCII digits (Character.isDigit
+   * and Long.parseLong also take other scripts' digits), at most {@code max} (more digits than a long
+   * holds read as {@code max}); -1 for anything else.
+   */
+  private static long digitsAtMost(String digits, long max) {
+    if (digits.isEmpty() || digits.length() > MAX_NUMBER_CHARS) {
+      return -1;
     }
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
+    int firstSignificant = 0;
+    for (int i = 0; i < digits.length(); i++) {
+      char c = digits.charAt(i);
       if (c < '0' || c > '9') {
-        return false;
+        return -1;
+      }
+      if (c == '0' && firstSignificant == i && i < digits.length() - 1) {
+        firstSignificant++;
       }
     }
-    return true;
-  }
-
-  private static boolean isZero(String digits) {
-    return digits.chars().allMatch(c -> c == '0');
-  }
-
-  /** ASCII digits as a Duration of {@code unit}, at most {@code max} units (any number of digits). */
-  private static Duration atMostLongest(String digits, long max, java.util.function.LongFunction<Duration> unit) {
-    String significant = digits.replaceFirst("^0+(?=.)", "");
-    if (significant.length() > 18) {
-      return unit.apply(max); // more than 18 digits: over any max a long holds
+    if (digits.length() - firstSignificant > 18) {
+      return max;
     }
-    return unit.apply(Math.min(max, Long.parseLong(significant)));
+    return Math.min(max, Long.parseLong(digits.substring(firstSignificant)));
   }
 }

@@ -111,7 +111,7 @@ class AsyncWaitTest {
 
     @Override
     public <T extends AsyncListener> T createListener(Class<T> clazz) {
-      throw new UnsupportedOperationException();
+      throw new UnsupportedOperationException("not used by AsyncWait");
     }
 
     @Override
