@@ -51,7 +51,7 @@ public final class RedisClusterProcesses implements AutoCloseable {
     if (!Version.IS_6) {
       args.addAll(List.of("--enable-debug-command", "local")); // DEBUG POPULATE in tests; Redis 7 refuses it by default
     }
-    return RedisServerProcess.start(RedisServerProcess.freePort(), args);
+    return RedisServerProcess.startOnFreePort(args);
   }
 
   private void form(int replicasPerMaster) {

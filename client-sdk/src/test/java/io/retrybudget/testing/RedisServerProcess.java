@@ -30,7 +30,31 @@ public final class RedisServerProcess implements AutoCloseable {
   }
 
   public static RedisServerProcess start() {
-    return start(freePort(), List.of());
+    return startOnFreePort(List.of());
+  }
+
+  /**
+   * Starts on a free port, trying another when the one picked was taken before redis-server bound
+   * it (another build on the machine, such as a parallel module, may pick the same free port in
+   * that moment).
+   */
+  public static RedisServerProcess startOnFreePort(List<String> extraArgs) {
+    PortTakenException last = null;
+    for (int attempt = 0; attempt < 5; attempt++) {
+      try {
+        return start(freePort(), extraArgs);
+      } catch (PortTakenException e) {
+        last = e;
+      }
+    }
+    throw last;
+  }
+
+  /** The port was bound by another process (a different redis-server answered, or the bind failed). */
+  public static final class PortTakenException extends IllegalStateException {
+    PortTakenException(String message) {
+      super(message);
+    }
   }
 
   public static RedisServerProcess start(int port, List<String> extraArgs) {
@@ -69,6 +93,24 @@ public final class RedisServerProcess implements AutoCloseable {
       throw new UncheckedIOException("cannot start " + cmd, e);
     }
     awaitPing();
+    checkItIsOurs();
+  }
+
+  /**
+   * The server answering on the port is this process, not another one that took the port between
+   * {@link #freePort()} and the bind: a test must never talk to someone else's Redis.
+   */
+  private void checkItIsOurs() {
+    if (extraArgs.contains("--requirepass")) {
+      return; // needs the password; the bind failure check below still applies
+    }
+    Object info = call("INFO", "server");
+    String expected = "process_id:" + process.pid();
+    if (!String.valueOf(info).contains(expected)) {
+      process.destroyForcibly();
+      throw new PortTakenException("port " + port + " is served by another redis-server (" + expected
+          + " not in its INFO)");
+    }
   }
 
   private void awaitPing() {
@@ -76,7 +118,11 @@ public final class RedisServerProcess implements AutoCloseable {
     IOException last = null;
     while (System.nanoTime() < deadline) {
       if (!process.isAlive()) {
-        throw new IllegalStateException("redis-server exited: " + log());
+        String log = log();
+        if (log.contains("Address already in use")) {
+          throw new PortTakenException("port " + port + " taken: " + log);
+        }
+        throw new IllegalStateException("redis-server exited: " + log);
       }
       try (RespClient c = new RespClient("127.0.0.1", port, 500)) {
         if ("PONG".equals(c.call("PING"))) {

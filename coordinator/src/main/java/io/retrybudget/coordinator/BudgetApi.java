@@ -459,7 +459,7 @@ final class BudgetApi {
         json(ctx, 200, new JsonObject().put("status", "UP").put("redis", "UP"));
       } else {
         json(ctx, 503, new JsonObject().put("status", "DOWN").put("redis", "DOWN")
-            .put("error", RedisErrors.describe(r.cause(), redisEndpoint, Coordinator.REDIS_TIMEOUT.toMillis())));
+            .put("error", RedisErrors.describe(r.cause(), redisEndpoint, budgets.timeoutMillis())));
       }
     });
   }
@@ -486,7 +486,7 @@ final class BudgetApi {
       return;
     }
     LOG.log(Level.FINE, "Redis call failed", cause);
-    error(ctx, 503, null, RedisErrors.describe(cause, redisEndpoint, Coordinator.REDIS_TIMEOUT.toMillis()));
+    error(ctx, 503, null, RedisErrors.describe(cause, redisEndpoint, budgets.timeoutMillis()));
   }
 
   private static void error(RoutingContext ctx, int status, String field, String message) {

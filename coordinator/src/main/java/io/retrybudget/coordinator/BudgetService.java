@@ -70,6 +70,11 @@ final class BudgetService {
     this.autoCreate = autoCreate;
   }
 
+  /** The most a Redis command is waited for (COORDINATOR_REDIS_TIMEOUT_MS). */
+  long timeoutMillis() {
+    return timeoutMillis;
+  }
+
   /** A call of one command (two on NOSCRIPT), each already bounded by Lettuce's command timeout. */
   private <T> Future<T> onContext(CompletableFuture<T> redisCall) {
     return Future.fromCompletionStage(redisCall, vertx.getOrCreateContext()).recover(e -> Future.failedFuture(unwrap(e)));

@@ -23,7 +23,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.BindException;
 import java.util.EnumSet;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -38,7 +37,6 @@ import java.util.logging.Logger;
  */
 public final class Coordinator implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(Coordinator.class.getName());
-  static final Duration REDIS_TIMEOUT = Duration.ofSeconds(1);
   /**
    * Vert.x's Micrometer metrics register their connection and request gauges again for every
    * connection and request (vertx.http.server.active.connections, ...active.requests), by design:
@@ -100,13 +98,13 @@ public final class Coordinator implements AutoCloseable {
       RedisConnectionOptions redis;
       if (config.hasRedis()) {
         redis = config.redisUrl() != null
-            ? RedisConnectionOptions.standalone(config.redisUrl()).commandTimeout(REDIS_TIMEOUT).build()
-            : RedisConnectionOptions.cluster(config.clusterNodes()).commandTimeout(REDIS_TIMEOUT).build();
+            ? RedisConnectionOptions.standalone(config.redisUrl()).commandTimeout(config.redisTimeout()).build()
+            : RedisConnectionOptions.cluster(config.clusterNodes()).commandTimeout(config.redisTimeout()).build();
       } else {
         local = LocalRedis.start();
         LOG.info("no REDIS_URL or REDIS_CLUSTER_NODES: started a local Redis (" + local.binary() + ") at "
             + local.uri() + "; it stops with the coordinator and keeps nothing");
-        redis = RedisConnectionOptions.standalone(local.uri()).commandTimeout(REDIS_TIMEOUT).build();
+        redis = RedisConnectionOptions.standalone(local.uri()).commandTimeout(config.redisTimeout()).build();
       }
       PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
       BoundedHttpTags httpTags = new BoundedHttpTags();
@@ -134,7 +132,7 @@ public final class Coordinator implements AutoCloseable {
           .withTransport(new GuardedTransport(guard))
           .build();
       store = RedisBudgetStore.connect(redis, ((VertxInternal) vertx).nettyEventLoopGroup());
-      BudgetService budgets = new BudgetService(store, vertx, REDIS_TIMEOUT, config.autoCreate());
+      BudgetService budgets = new BudgetService(store, vertx, config.redisTimeout(), config.autoCreate());
       for (Map.Entry<String, ConfigUpdate> e : fileBudgets.entrySet()) {
         await(budgets.configure(e.getKey(), e.getValue()));
       }

@@ -39,6 +39,8 @@ import java.util.regex.Pattern;
  * @param livenessStallMillis COORDINATOR_LIVENESS_STALL_MS: the management listener's
  *     /health/live answers 503 when the API event loop has not run its heartbeat for this long
  *     (default 10000), so a stuck API loop still fails the probe
+ * @param redisTimeoutMillis COORDINATOR_REDIS_TIMEOUT_MS: the most a Redis command is waited for
+ *     before the request it serves is answered 503 (default 1000; raise it for a Redis far away)
  * @param warnings what the operator should hear about at start (a trimmed token)
  */
 public record CoordinatorConfig(
@@ -55,6 +57,7 @@ public record CoordinatorConfig(
     int managementPort,
     int managementMaxConnections,
     int livenessStallMillis,
+    int redisTimeoutMillis,
     List<String> warnings) {
 
   public static final int DEFAULT_PORT = 8080;
@@ -63,13 +66,15 @@ public record CoordinatorConfig(
   public static final int SHARED_PORT = -1;
   public static final int DEFAULT_MANAGEMENT_MAX_CONNECTIONS = 64;
   public static final int DEFAULT_LIVENESS_STALL_MS = 10_000;
+  public static final int DEFAULT_REDIS_TIMEOUT_MS = 1_000;
   /** Every environment variable the coordinator reads. */
   public static final List<String> VARIABLES = List.of("REDIS_URL", "REDIS_CLUSTER_NODES", "COORDINATOR_PORT",
       "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE", "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS",
       "COORDINATOR_AUTO_CREATE", "COORDINATOR_MAX_CONNECTIONS", "COORDINATOR_HEADER_TIMEOUT_MS",
       "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS", "COORDINATOR_PROBE_RESERVE",
       "COORDINATOR_METRICS_CACHE_MS", "COORDINATOR_MAX_CONNECTIONS_PER_IP", "COORDINATOR_MANAGEMENT_PORT",
-      "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "COORDINATOR_LIVENESS_STALL_MS");
+      "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "COORDINATOR_LIVENESS_STALL_MS",
+      "COORDINATOR_REDIS_TIMEOUT_MS");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
   /** Shorter tokens are accepted with a warning at start. */
   public static final int MIN_TOKEN_LENGTH = 16;
@@ -110,6 +115,7 @@ public record CoordinatorConfig(
     int managementMax = intVar(env, "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", DEFAULT_MANAGEMENT_MAX_CONNECTIONS, 1,
         100_000);
     int stall = intVar(env, "COORDINATOR_LIVENESS_STALL_MS", DEFAULT_LIVENESS_STALL_MS, 100, 3_600_000);
+    int redisTimeout = intVar(env, "COORDINATOR_REDIS_TIMEOUT_MS", DEFAULT_REDIS_TIMEOUT_MS, 10, 60_000);
     String rawToken = env.get("COORDINATOR_TOKEN");
     String token = blankToNull(rawToken) == null ? null : rawToken.strip();
     if (token != null && !token.equals(rawToken)) {
@@ -144,7 +150,12 @@ public record CoordinatorConfig(
     }
     return new CoordinatorConfig(redisUrl, clusterNodes, port, token, generated, file == null ? null : Path.of(file),
         maxBudgets, fileCheck, auto != null && auto.trim().equals("true"), http, managementPort, managementMax, stall,
-        List.copyOf(warnings));
+        redisTimeout, List.copyOf(warnings));
+  }
+
+  /** {@link #redisTimeoutMillis()} as a duration. */
+  public java.time.Duration redisTimeout() {
+    return java.time.Duration.ofMillis(redisTimeoutMillis);
   }
 
   /** True when /health/* and /metrics have a listener of their own. */

@@ -195,11 +195,12 @@ final class IndexBackfill {
       return;
     }
     if (pending.isEmpty()) {
-      state = State.DONE;
+      // logged before the state is published: whoever sees DONE (a test, the health check) sees the line too
       if (added > 0 || failedSteps > 0) {
         LOG.info("index backfill: listed " + added + " budgets configured before the index existed"
             + (failedSteps > 0 ? " (" + failedSteps + " steps failed and were tried again)" : ""));
       }
+      state = State.DONE;
       return;
     }
     List<Shard> shards;
@@ -283,9 +284,9 @@ final class IndexBackfill {
     failedSteps++;
     failing.add(where);
     if (++failures >= maxFailures) {
-      state = State.GAVE_UP;
       LOG.warning("index backfill gave up after " + failures + " failed steps in a row on " + failing + " ("
           + added + " budgets added; " + pending.cardinality() + " of " + SLOTS + " slots not scanned): " + cause);
+      state = State.GAVE_UP; // after the line, as DONE
       return;
     }
     LOG.log(Level.FINE, "index backfill step on " + where + " failed; going on with the others, this one again in "

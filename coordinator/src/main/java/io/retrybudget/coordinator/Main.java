@@ -56,7 +56,7 @@ public final class Main {
   static String startFailure(Throwable e, CoordinatorConfig config) {
     for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof io.lettuce.core.RedisConnectionException) {
-        return RedisErrors.describe(e, config.redisEndpoint(), Coordinator.REDIS_TIMEOUT.toMillis()) + " ("
+        return RedisErrors.describe(e, config.redisEndpoint(), config.redisTimeoutMillis()) + " ("
             + (config.redisEndpoint().startsWith("cluster") ? "REDIS_CLUSTER_NODES" : "REDIS_URL") + ")";
       }
     }

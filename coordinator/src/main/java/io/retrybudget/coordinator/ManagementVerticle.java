@@ -130,7 +130,7 @@ final class ManagementVerticle extends VerticleBase {
         json(ctx, 200, new JsonObject().put("status", "UP").put("redis", "UP"));
       } else {
         json(ctx, 503, new JsonObject().put("status", "DOWN").put("redis", "DOWN")
-            .put("error", RedisErrors.describe(r.cause(), redisEndpoint, Coordinator.REDIS_TIMEOUT.toMillis())));
+            .put("error", RedisErrors.describe(r.cause(), redisEndpoint, budgets.timeoutMillis())));
       }
     });
   }

@@ -42,6 +42,10 @@ class CoordinatorConfigTest {
     assertMessage("REDIS_URL", Map.of("REDIS_URL", "localhost:6379"));
     assertMessage("REDIS_URL", Map.of("REDIS_URL", "redis://a", "REDIS_CLUSTER_NODES", "b:1"));
     assertMessage("COORDINATOR_MAX_BUDGETS", Map.of("COORDINATOR_MAX_BUDGETS", "0"));
+    assertMessage("COORDINATOR_REDIS_TIMEOUT_MS", Map.of("COORDINATOR_REDIS_TIMEOUT_MS", "5"));
+    assertEquals(1000, CoordinatorConfig.fromEnvironment(Map.of()).redisTimeoutMillis());
+    assertEquals(java.time.Duration.ofSeconds(10),
+        CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_REDIS_TIMEOUT_MS", "10000")).redisTimeout());
   }
 
   @Test

@@ -128,7 +128,10 @@ class HostileProcessTest {
           // what the attacker still sees open beyond the cap waits in the kernel's accept queue (backlog)
           assertTrue(idle.closedByServer >= 20_000 - HttpLimits.DEFAULT_MAX_CONNECTIONS - 4_200,
               idle.closedByServer + " closed by the server");
-          assertTrue(HostileAttacks.live(port, 1_000), "a fresh probe of the API port gets in at the cap");
+          // gets in, not how fast: a probe is one of thousands in the accept queue, and on a machine at a
+          // load of 16-19 one 1-s probe missed once; the latency rule is the management port's, above
+          Eventually.await("a fresh probe of the API port gets in at the cap", Duration.ofSeconds(10),
+              () -> HostileAttacks.live(port, 2_000));
         }
         // the rule, on the management listener: every probe within 1 s, throughout
         System.out.println("API port (not asserted): " + apiPort.summary() + "; its misses while the partial "

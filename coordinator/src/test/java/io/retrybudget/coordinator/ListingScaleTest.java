@@ -28,7 +28,7 @@ class ListingScaleTest {
     if (!RedisBinary.version().startsWith("6.")) {
       args.addAll(List.of("--enable-debug-command", "yes")); // Redis 7 refuses DEBUG by default
     }
-    RedisServerProcess redis = RedisServerProcess.start(RedisServerProcess.freePort(), args);
+    RedisServerProcess redis = RedisServerProcess.startOnFreePort(args);
     try (Coordinator c = Coordinator.start(CoordinatorConfig.fromEnvironment(Map.of(
             "REDIS_URL", redis.uri(), "COORDINATOR_PORT", "0", "COORDINATOR_TOKEN", "t")));
         ApiClient api = new ApiClient(c.port(), "t")) {

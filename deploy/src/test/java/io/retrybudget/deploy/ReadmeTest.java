@@ -134,4 +134,31 @@ class ReadmeTest {
     }
     assertTrue(seen >= 8, "a block per module: " + seen);
   }
+
+  /**
+   * The README opens with what it is, then its two commands, the run command and the test command,
+   * both through the Maven wrapper (a fresh machine needs only a JDK), and {@code .ci/run} runs
+   * exactly that test command.
+   */
+  @Test
+  void theTwoCommandsComeFirstUseTheWrapperAndCiRunsTheTestCommand() throws IOException {
+    String readme = Files.readString(REPO.resolve("README.md"));
+    List<String> sections = new ArrayList<>();
+    Matcher heading = Pattern.compile("(?m)^## (.+)$").matcher(readme);
+    while (heading.find()) {
+      sections.add(heading.group(1));
+    }
+    assertEquals(List.of("Two commands", "The SDK in 15 lines", "Modules"), sections.subList(0, 3),
+        "what it is, the two commands, the SDK example, the module map: " + sections);
+    List<String> commands = readme.lines().filter(l -> l.startsWith("    ./mvnw ")).map(String::strip).toList();
+    assertTrue(commands.size() >= 2 && commands.get(0).contains("-pl coordinator") && commands.get(0).contains("java "),
+        "the run command first: " + commands);
+    String test = commands.get(1);
+    assertEquals("./mvnw -B verify", test, "the test command");
+    List<String> ci = Files.readAllLines(REPO.resolve(".ci/run")).stream().map(String::strip).toList();
+    assertTrue(ci.contains(test), ".ci/run runs the README's test command as it is: " + test);
+    assertTrue(Files.isExecutable(REPO.resolve("mvnw")), "mvnw is executable");
+    assertTrue(Files.readString(REPO.resolve(".mvn/wrapper/maven-wrapper.properties")).contains("distributionUrl="),
+        "the wrapper names the Maven it fetches");
+  }
 }

@@ -312,6 +312,11 @@ class TiedRequestsTest {
     }
     assertEquals(20, executions.size(), "every call executed");
     assertEquals(20, singleExecutions(), "each once");
-    assertTrue(full.stats().shedFirst() + full.stats().shedRetry() >= 20, "the full replica shed its copies: " + full.stats());
+    // every copy that reached the full replica was shed and none got in; how many reached it is timing:
+    // a copy not yet sent when the other replica's answer came (50 ms later, on a loaded machine) is
+    // cancelled unsent (19 of 20 reached it once at a load of 19)
+    RetryAwareAdmission.Stats fullStats = full.stats();
+    assertEquals(1, fullStats.admittedFirst() + fullStats.admittedRetry(), "only the held slot got in: " + fullStats);
+    assertTrue(fullStats.shedFirst() + fullStats.shedRetry() >= 1, "the full replica shed copies: " + fullStats);
   }
 }

@@ -68,7 +68,7 @@ class RedisConnectionOptionsTest {
   @Test
   void aPasswordWithReservedCharactersWorksPercentEncoded() {
     String password = "p@ss/w:rd";
-    RedisServerProcess server = RedisServerProcess.start(RedisServerProcess.freePort(), List.of("--requirepass", password));
+    RedisServerProcess server = RedisServerProcess.startOnFreePort(List.of("--requirepass", password));
     try (RedisBudgetClient client = RedisBudgetClient.builder(RedisConnectionOptions.standalone(
         "redis://:p%40ss%2Fw%3Ard@127.0.0.1:" + server.port()).build()).build()) {
       RetryBudget b = client.budget(BudgetConfig.builder("authed").build());
