@@ -15,7 +15,8 @@ import java.util.regex.Pattern;
  * The coordinator's settings, read from the environment; every bad value is refused at start with
  * the name of the variable (and never with a password or token in the message).
  *
- * @param redisUrl REDIS_URL ({@code redis://} or {@code rediss://}, password allowed), or null
+ * @param redisUrl REDIS_URL ({@code redis://}, {@code rediss://}, or {@code redis-sentinel://host:port[,host:port]#master}
+ *     for a Redis that Sentinel manages; password allowed), or null
  * @param clusterNodes REDIS_CLUSTER_NODES (comma-separated host:port), or empty
  * @param port COORDINATOR_PORT (default 8080; 0 picks a free one)
  * @param token COORDINATOR_TOKEN, the bearer token every write needs (made at start when unset;
@@ -184,8 +185,16 @@ public record CoordinatorConfig(
     String refusal = "REDIS_URL is not a valid redis:// or rediss:// URL (its value is not shown: it may hold a "
         + "password); write redis://[:password@]host:port with /, @, : and % in the password percent-encoded "
         + "(%2F, %40, %3A, %25)";
+    if (isSentinel(url)) {
+      try {
+        return io.retrybudget.budget.redis.RedisConnectionOptions.standalone(url).build().uris().get(0);
+      } catch (IllegalArgumentException e) {
+        // the SDK's message names the value "redisUri" and masks any password
+        throw new IllegalArgumentException("REDIS_URL" + e.getMessage().substring("redisUri".length()));
+      }
+    }
     if (!(url.startsWith("redis://") || url.startsWith("rediss://"))) {
-      throw new IllegalArgumentException("REDIS_URL must start with redis:// or rediss://");
+      throw new IllegalArgumentException("REDIS_URL must start with redis://, rediss:// or redis-sentinel://");
     }
     RedisURI uri;
     try {
@@ -220,8 +229,15 @@ public record CoordinatorConfig(
     return s == null || s.isBlank() ? null : s;
   }
 
-  /** Where Redis is, for errors and logs: host:port only, never a password. */
+  private static boolean isSentinel(String url) {
+    return url.startsWith("redis-sentinel://") || url.startsWith("rediss-sentinel://");
+  }
+
+  /** Where Redis is, for errors and logs: host:port (the Sentinels and the master's name) only, never a password. */
   public String redisEndpoint() {
+    if (redisUrl != null && isSentinel(redisUrl)) {
+      return io.retrybudget.budget.redis.RedisConnectionOptions.standalone(redisUrl).build().toString();
+    }
     if (redisUrl != null) {
       RedisURI u = parseRedisUrl(redisUrl);
       return u.getHost() + ":" + u.getPort();
@@ -231,6 +247,9 @@ public record CoordinatorConfig(
 
   /** For logs: never the token, never a password in the URL. */
   public String describeRedis() {
+    if (redisUrl != null && isSentinel(redisUrl)) {
+      return redisEndpoint();
+    }
     if (redisUrl != null) {
       RedisURI u = parseRedisUrl(redisUrl);
       boolean secret = redisUrl.contains("@");

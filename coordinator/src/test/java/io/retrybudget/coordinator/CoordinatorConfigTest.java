@@ -43,6 +43,11 @@ class CoordinatorConfigTest {
     assertMessage("REDIS_URL", Map.of("REDIS_URL", "redis://a", "REDIS_CLUSTER_NODES", "b:1"));
     assertMessage("COORDINATOR_MAX_BUDGETS", Map.of("COORDINATOR_MAX_BUDGETS", "0"));
     assertMessage("COORDINATOR_REDIS_TIMEOUT_MS", Map.of("COORDINATOR_REDIS_TIMEOUT_MS", "5"));
+    assertMessage("REDIS_URL", Map.of("REDIS_URL", "redis-sentinel://:pw-not-shown@s1:26379"));
+    CoordinatorConfig sentinel = CoordinatorConfig.fromEnvironment(
+        Map.of("REDIS_URL", "redis-sentinel://:pw-not-shown@s1:26379,s2:26380#payments"));
+    assertEquals("redis-sentinel://s1:26379,s2:26380#payments", sentinel.redisEndpoint());
+    assertEquals(sentinel.redisEndpoint(), sentinel.describeRedis());
     assertEquals(1000, CoordinatorConfig.fromEnvironment(Map.of()).redisTimeoutMillis());
     assertEquals(java.time.Duration.ofSeconds(10),
         CoordinatorConfig.fromEnvironment(Map.of("COORDINATOR_REDIS_TIMEOUT_MS", "10000")).redisTimeout());

@@ -36,11 +36,20 @@ public final class RedisConnectionOptions {
 
   /**
    * A standalone Redis: {@code redis://[[user]:password@]host[:port][/database]} or {@code rediss://...}
-   * (TLS), as Lettuce's {@link RedisURI} reads it (percent-encode {@code @ / :} in a password).
+   * (TLS), as Lettuce's {@link RedisURI} reads it (percent-encode {@code @ / :} in a password); or one
+   * that Redis Sentinel manages: {@code redis-sentinel://[[user]:password@]host[:port][,host2[:port2]...][/database]#masterName}
+   * ({@code rediss-sentinel://} for TLS), the addresses being the Sentinels' (port 26379 when left
+   * out). With Sentinel the connection asks the Sentinels for the master at every (re)connect, so a
+   * failover is followed like a restart (the scripts are loaded into the new master on connect).
    */
   public static Builder standalone(String redisUri) {
     Objects.requireNonNull(redisUri, "redisUri must not be null");
     return new Builder(List.of(parse("redisUri", redisUri)), false);
+  }
+
+  /** True for {@code redis-sentinel://} and {@code rediss-sentinel://} addresses. */
+  public boolean isSentinel() {
+    return !cluster && !uris.get(0).getSentinels().isEmpty();
   }
 
   /**
@@ -64,8 +73,16 @@ public final class RedisConnectionOptions {
 
   private static RedisURI parse(String what, String value) {
     String scheme = value.contains("://") ? value.substring(0, value.indexOf("://")) : "";
+    if (scheme.equals("redis-sentinel") || scheme.equals("rediss-sentinel")) {
+      if (what.startsWith("clusterNodes")) {
+        throw new IllegalArgumentException(what + " must start with redis:// or rediss:// (a Cluster has no "
+            + "Sentinel), was '" + mask(value) + "'");
+      }
+      return parseSentinel(what, value);
+    }
     if (!scheme.equals("redis") && !scheme.equals("rediss")) {
-      throw new IllegalArgumentException(what + " must start with redis:// or rediss://, was '" + mask(value) + "'");
+      throw new IllegalArgumentException(what + " must start with redis://, rediss:// or redis-sentinel://, was '"
+          + mask(value) + "'");
     }
     // Lettuce reads "host:notaport" as a host name: check the port ourselves
     String rest = value.substring(value.indexOf("://") + 3);
@@ -93,6 +110,28 @@ public final class RedisConnectionOptions {
     }
     if (uri.getPort() < 1 || uri.getPort() > 65535) {
       throw new IllegalArgumentException(what + " has a bad port: '" + mask(value) + "'");
+    }
+    return uri;
+  }
+
+  private static RedisURI parseSentinel(String what, String value) {
+    RedisURI uri;
+    try {
+      uri = RedisURI.create(value);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(what + " is not a valid Redis Sentinel URI: '" + mask(value) + "'");
+    }
+    if (uri.getSentinels().isEmpty()) {
+      throw new IllegalArgumentException(what + " names no Sentinel: '" + mask(value) + "'");
+    }
+    for (RedisURI sentinel : uri.getSentinels()) {
+      if (sentinel.getHost() == null || sentinel.getHost().isEmpty() || sentinel.getPort() < 1 || sentinel.getPort() > 65535) {
+        throw new IllegalArgumentException(what + " has a Sentinel without host or with a bad port: '" + mask(value) + "'");
+      }
+    }
+    if (uri.getSentinelMasterId() == null || uri.getSentinelMasterId().isBlank()) {
+      throw new IllegalArgumentException(what + " names no master: end it with #<master name>, as in "
+          + "redis-sentinel://sentinel-1:26379,sentinel-2:26379#mymaster; was '" + mask(value) + "'");
     }
     return uri;
   }
@@ -138,7 +177,15 @@ public final class RedisConnectionOptions {
   public List<RedisURI> uris() {
     List<RedisURI> copies = new ArrayList<>(uris.size());
     for (RedisURI u : uris) {
-      RedisURI copy = RedisURI.builder(u).build();
+      RedisURI.Builder b = RedisURI.builder(u);
+      if (!u.getSentinels().isEmpty()) {
+        // RedisURI.builder(source) copies neither the Sentinels nor the master's name
+        for (RedisURI sentinel : u.getSentinels()) {
+          b.withSentinel(sentinel);
+        }
+        b.withSentinelMasterId(u.getSentinelMasterId());
+      }
+      RedisURI copy = b.build();
       copy.setTimeout(connectTimeout);
       copies.add(copy);
     }
@@ -170,7 +217,16 @@ public final class RedisConnectionOptions {
   public String toString() {
     List<String> where = new ArrayList<>();
     for (RedisURI u : uris) {
-      where.add((u.isSsl() ? "rediss://" : "redis://") + u.getHost() + ":" + u.getPort());
+      if (!u.getSentinels().isEmpty()) {
+        List<String> sentinels = new ArrayList<>();
+        for (RedisURI s : u.getSentinels()) {
+          sentinels.add(s.getHost() + ":" + s.getPort());
+        }
+        where.add((u.isSsl() ? "rediss-sentinel://" : "redis-sentinel://") + String.join(",", sentinels) + "#"
+            + u.getSentinelMasterId());
+      } else {
+        where.add((u.isSsl() ? "rediss://" : "redis://") + u.getHost() + ":" + u.getPort());
+      }
     }
     return (cluster ? "cluster " : "") + String.join(",", where);
   }

@@ -33,6 +33,38 @@ class RedisConnectionOptionsTest {
   }
 
   @Test
+  void aSentinelUriKeepsItsSentinelsMasterNameAndCredentialsInEveryCopy() {
+    RedisConnectionOptions o = RedisConnectionOptions.standalone(
+        "redis-sentinel://:secret-pw@s1:26380,s2/3#payments").build();
+    assertTrue(o.isSentinel());
+    assertFalse(o.isCluster());
+    RedisURI u = o.uris().get(0);
+    assertEquals(List.of("s1:26380", "s2:26379"), u.getSentinels().stream().map(s -> s.getHost() + ":" + s.getPort()).toList());
+    assertEquals("payments", u.getSentinelMasterId());
+    assertEquals(3, u.getDatabase());
+    assertEquals("secret-pw", new String(u.getCredentialsProvider().resolveCredentials().block().getPassword()));
+    assertEquals(o.connectTimeout(), u.getTimeout(), "the copy's handshake is bounded as a plain URI's");
+    assertEquals("redis-sentinel://s1:26380,s2:26379#payments", o.toString(), "no password in the description");
+    assertFalse(RedisConnectionOptions.standalone("redis://h:6379").build().isSentinel());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"redis-sentinel://:secret-pw@s1:26379", "redis-sentinel://#payments",
+      "redis-sentinel://:secret-pw@s1:99999#payments"})
+  void aSentinelUriWithoutMasterNameOrSentinelIsRefusedWithoutThePassword(String uri) {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RedisConnectionOptions.standalone(uri));
+    assertTrue(e.getMessage().startsWith("redisUri "), e.getMessage());
+    assertFalse(e.getMessage().contains("secret-pw"), e.getMessage());
+  }
+
+  @Test
+  void aClusterHasNoSentinel() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> RedisConnectionOptions.cluster(List.of("redis-sentinel://s1:26379#m")));
+    assertTrue(e.getMessage().contains("a Cluster has no Sentinel"), e.getMessage());
+  }
+
+  @Test
   void clusterSeedsTakeUrisWithCredentialsOrHostPort() {
     RedisConnectionOptions o = RedisConnectionOptions.cluster(List.of("rediss://user:pw@h1:7000", "h2:7001")).build();
     assertTrue(o.isCluster());

@@ -1,0 +1,108 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisSentinelProcesses;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * A Redis that Sentinel manages (real processes: master, replica, two Sentinels): budgets are
+ * served through {@code redis-sentinel://}, and after the master is killed the same client is
+ * served again by the promoted replica, its scripts loaded there on connect.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class SentinelBudgetTest {
+  static RedisSentinelProcesses redis;
+
+  @BeforeAll
+  static void start() {
+    redis = RedisSentinelProcesses.start(2);
+  }
+
+  @AfterAll
+  static void stop() {
+    if (redis != null) {
+      redis.close();
+    }
+  }
+
+  @Test
+  @Order(1)
+  void aSentinelUriServesBudgetsFromTheMaster() {
+    RedisConnectionOptions options = RedisConnectionOptions.standalone(redis.uri()).build();
+    assertTrue(options.isSentinel());
+    assertEquals(redis.uri(), options.toString());
+    try (RedisBudgetClient client = RedisBudgetClient.builder(options).callTimeout(Duration.ofMillis(500)).build()) {
+      Eventually.await("connected through the Sentinels", Duration.ofSeconds(30), () -> !client.isDegraded());
+      RetryBudget b = client.budget(BudgetConfig.builder("through-sentinel").build());
+      assertEquals(BudgetDecision.Reason.GRANTED, b.acquireBlocking().reason());
+      assertEquals(1L, redis.master().call("EXISTS", new BudgetKeys("through-sentinel").config()),
+          "the budget lives on the master the Sentinels name");
+    }
+  }
+
+  @Test
+  @Order(2)
+  void aKilledMasterIsReplacedAndTheSameClientIsServedByThePromotedReplica() {
+    try (RedisBudgetClient client = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
+        .callTimeout(Duration.ofMillis(500)).build()) {
+      RetryBudget b = client.budget(BudgetConfig.builder("sentinel-failover").minRetriesPerSecond(10).build());
+      Eventually.await("served before the failover", Duration.ofSeconds(30),
+          () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
+      int before = redis.master().port();
+      redis.master().kill();
+      // down after 1 s, then the election and the promotion: a few seconds; 60 s leaves room for a loaded machine
+      Eventually.await("the Sentinels promote the replica", Duration.ofSeconds(60), () -> redis.masterPortNow() != before);
+      assertEquals(redis.replica().port(), redis.masterPortNow());
+      long served = Eventually.await("the same client served by the new master", Duration.ofSeconds(30),
+          () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
+      assertNotEquals(before, redis.masterPortNow());
+      assertTrue(String.valueOf(redis.replica().call("SCRIPT", "EXISTS", LuaScript.BUDGET.sha1())).contains("1"),
+          "the scripts were loaded into the new master");
+      assertEquals(1L, redis.replica().call("EXISTS", new BudgetKeys("sentinel-failover").pace()),
+          "the grant was made on the new master");
+      System.out.println("served by the promoted replica " + served + " ms after it was named");
+    }
+  }
+
+  /**
+   * A failover asked for while the master still runs (an operator's SENTINEL FAILOVER, or a
+   * planned switch): the old master becomes a replica; the Sentinels close its client connections,
+   * so the client reconnects through them to the new master instead of writing to a replica.
+   */
+  @Test
+  @Order(3)
+  void aDemotedMasterIsLeftForTheNewOneWithoutARestart() {
+    // the master killed above comes back; the Sentinels make it a replica of the promoted one
+    redis.master().restart();
+    Eventually.await("the old master back as a replica in sync", Duration.ofSeconds(60),
+        () -> String.valueOf(redis.master().call("INFO", "replication")).contains("master_link_status:up"));
+    try (RedisBudgetClient client = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
+        .callTimeout(Duration.ofMillis(500)).build()) {
+      RetryBudget b = client.budget(BudgetConfig.builder("sentinel-switch").minRetriesPerSecond(10).build());
+      Eventually.await("served before the switch", Duration.ofSeconds(30),
+          () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
+      int before = redis.masterPortNow();
+      assertEquals(redis.replica().port(), before, "the promoted replica is the master");
+      redis.failover();
+      Eventually.await("the Sentinels switch the master", Duration.ofSeconds(60), () -> redis.masterPortNow() != before);
+      Eventually.await("the same client served by the new master", Duration.ofSeconds(30),
+          () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED
+              && Long.valueOf(1L).equals(redis.master().call("EXISTS", new BudgetKeys("sentinel-switch").pace())));
+      Eventually.await("the old master made a replica", Duration.ofSeconds(30),
+          () -> String.valueOf(redis.replica().call("INFO", "replication")).contains("role:slave"));
+    }
+  }
+}
