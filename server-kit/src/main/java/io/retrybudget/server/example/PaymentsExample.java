@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.retrybudget.localredis.LocalRedis;
+import io.retrybudget.server.CallerIdentity;
 import io.retrybudget.server.ClaimStore;
 import io.retrybudget.server.IdempotencyConfig;
 import io.retrybudget.server.IdempotencyGuard;
@@ -85,6 +86,8 @@ public final class PaymentsExample implements AutoCloseable {
       }
       redis = RedisBudgetStore.connect(RedisConnectionOptions.standalone(redisUrl).commandTimeout(Duration.ofMillis(500)).build());
       guard = new IdempotencyGuard(new ClaimStore(redis, Duration.ofMillis(250)), IdempotencyConfig.builder()
+          // each caller its own key scope: another Authorization never gets this caller's charge replayed
+          .callerIdentity(CallerIdentity.principalOrCredentials())
           .handlerTimeout(Duration.ofMillis(Math.max(1000, 2 * delayMs))).build());
       vertx = Vertx.vertx();
       AtomicLong charges = new AtomicLong();

@@ -293,6 +293,12 @@ public final class IdempotencyFilter implements Filter {
       }
 
       @Override
+      public String principal() {
+        java.security.Principal p = req.getUserPrincipal();
+        return p == null ? null : p.getName();
+      }
+
+      @Override
       public byte[] body() {
         return body;
       }
