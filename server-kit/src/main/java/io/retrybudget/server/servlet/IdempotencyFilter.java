@@ -7,23 +7,17 @@ import io.retrybudget.server.StoredResponse;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
-import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
-import jakarta.servlet.ServletInputStream;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletRequest;
-import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
 import jakarta.servlet.http.HttpServletResponseWrapper;
-import java.io.BufferedReader;
-import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
@@ -43,7 +37,11 @@ import java.util.logging.Logger;
  * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
  * the routes that take keys). A method outside {@code methods()} (or a request without a key where
  * none is required) passes through untouched, its body unread. Otherwise it reads the request body (at most {@code maxRequestBodyBytes}, else
- * 413) so the fingerprint covers it and the servlet can still read it, asks the guard, and either
+ * 413) so the fingerprint covers it and the servlet can still read it — as a stream, a reader, or
+ * form parameters ({@code getParameter*} of an {@code application/x-www-form-urlencoded} POST,
+ * decoded from the cached bytes as the container would); a {@code multipart/form-data} body is
+ * parsed by the container itself ({@code getParts()}, under the servlet's multipart configuration),
+ * so the servlet reads its parts and fields as usual — asks the guard, and either
  * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
  * the answer and then sends it. The route template is the servlet mapping's pattern
  * ({@code /payments/*}). A request the servlet puts into async mode is not supported. With
@@ -62,8 +60,15 @@ public final class IdempotencyFilter implements Filter {
   private final String attribute = IdempotencyFilter.class.getName() + "@" + Integer.toHexString(System.identityHashCode(this));
   private volatile boolean asyncBroken;
 
-  /** A claim made for a request dispatched again to run the chain: its execution and its body. */
-  private record Claimed(IdempotencyGuard.Execution execution, byte[] body) {}
+  /**
+   * A claim made for a request dispatched again to run the chain: its execution, its body, and
+   * whether the container parsed that body itself (multipart: the request then passes unwrapped).
+   */
+  private record Claimed(IdempotencyGuard.Execution execution, byte[] body, boolean containerParsed) {
+    HttpServletRequest forChain(HttpServletRequest req) {
+      return containerParsed ? req : new CachedBodyRequest(req, body);
+    }
+  }
 
   /** Waits for Redis {@link Waiting#BLOCKING}. */
   public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes) {
@@ -96,7 +101,7 @@ public final class IdempotencyFilter implements Filter {
     Object mark = req.getAttribute(attribute);
     if (mark instanceof AsyncWait<?> wait && req.getDispatcherType() == DispatcherType.ASYNC
         && wait.resume() instanceof Claimed claimed) {
-      execute(req, new CachedBodyRequest(req, claimed.body()), res, chain, claimed.execution()); // the claim's dispatch
+      execute(req, claimed.forChain(req), res, chain, claimed.execution()); // the claim's dispatch
       return;
     }
     if (mark != null) {
@@ -108,16 +113,34 @@ public final class IdempotencyFilter implements Filter {
       chain.doFilter(request, response); // not guarded: untouched, its body is not read
       return;
     }
-    byte[] body = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    byte[] body = null;
+    boolean containerParsed = false;
+    if (MultipartBody.isMultipart(req.getContentType())) {
+      MultipartBody.Result parts = MultipartBody.read(req, maxRequestBodyBytes);
+      if (parts instanceof MultipartBody.Refused refused) {
+        write(res, Problems.of(refused.status(), "request-body-unreadable", "Request body refused", refused.detail()));
+        return;
+      }
+      if (parts instanceof MultipartBody.Parsed parsed) {
+        body = parsed.canonical();
+        containerParsed = true;
+      } else if (parts instanceof MultipartBody.NotConfigured) {
+        body = readBounded(req.getInputStream(), maxRequestBodyBytes);
+      }
+    } else {
+      body = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    }
     if (body == null) {
       write(res, Problems.of(413, "request-too-large", "Request body too large",
           "the body exceeds " + maxRequestBodyBytes + " bytes"));
       return;
     }
-    CachedBodyRequest cached = new CachedBodyRequest(req, body);
+    Claimed prepared = new Claimed(null, body, containerParsed);
+    HttpServletRequest cached = prepared.forChain(req);
     CompletableFuture<IdempotencyGuard.Begin> begun;
     try {
-      begun = guard.begin(view(cached, body));
+      RequestView view = view(cached, body);
+      begun = guard.begin(containerParsed ? MultipartBody.withoutBoundary(view) : view);
     } catch (RuntimeException e) {
       begun = CompletableFuture.failedFuture(e);
     }
@@ -127,7 +150,8 @@ public final class IdempotencyFilter implements Filter {
           return new AsyncWait.Answer<>(unavailable());
         }
         return b instanceof IdempotencyGuard.Answer a ? new AsyncWait.Answer<>(a.response())
-            : new AsyncWait.Proceed<>(new Claimed(((IdempotencyGuard.Execute) b).execution(), body));
+            : new AsyncWait.Proceed<>(new Claimed(((IdempotencyGuard.Execute) b).execution(), prepared.body(),
+                prepared.containerParsed()));
       });
       // no decision in time: 503, as the blocking path; a claim made after it, or never run, is released
       if (AsyncWait.start(req, res, attribute, step, TimeUnit.NANOSECONDS.toMillis(waitBoundNanos),
@@ -161,7 +185,7 @@ public final class IdempotencyFilter implements Filter {
    * goes out (on a container thread) once Redis has it, or at the wait's bound (the claim then
    * lapses with its lease, as when the write fails).
    */
-  private void execute(HttpServletRequest req, CachedBodyRequest cached, HttpServletResponse res, FilterChain chain,
+  private void execute(HttpServletRequest req, HttpServletRequest cached, HttpServletResponse res, FilterChain chain,
       IdempotencyGuard.Execution execution) throws IOException, ServletException {
     CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
     try {
@@ -303,64 +327,6 @@ public final class IdempotencyFilter implements Filter {
         return body;
       }
     };
-  }
-
-  /** The request with its body read once and served again to the servlet. */
-  static final class CachedBodyRequest extends HttpServletRequestWrapper {
-    private final byte[] body;
-
-    CachedBodyRequest(HttpServletRequest request, byte[] body) {
-      super(request);
-      this.body = body;
-    }
-
-    @Override
-    public ServletInputStream getInputStream() {
-      ByteArrayInputStream in = new ByteArrayInputStream(body);
-      return new ServletInputStream() {
-        @Override
-        public int read() {
-          return in.read();
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-          return in.read(b, off, len);
-        }
-
-        @Override
-        public boolean isFinished() {
-          return in.available() == 0;
-        }
-
-        @Override
-        public boolean isReady() {
-          return true;
-        }
-
-        @Override
-        public void setReadListener(ReadListener listener) {
-          throw new IllegalStateException("async reads are not supported behind IdempotencyFilter");
-        }
-      };
-    }
-
-    @Override
-    public BufferedReader getReader() {
-      String enc = getCharacterEncoding();
-      Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
-      return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
-    }
-
-    @Override
-    public int getContentLength() {
-      return body.length;
-    }
-
-    @Override
-    public long getContentLengthLong() {
-      return body.length;
-    }
   }
 
   /**
