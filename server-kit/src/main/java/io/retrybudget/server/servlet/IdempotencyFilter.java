@@ -61,14 +61,17 @@ public final class IdempotencyFilter implements Filter {
   private volatile boolean asyncBroken;
 
   /**
-   * A claim made for a request dispatched again to run the chain: its execution, its body, and
-   * whether the container parsed that body itself (multipart: the request then passes unwrapped).
+   * The body as fingerprinted: the bytes read, or the canonical encoding of the parts when the
+   * container parsed them itself (multipart: the request then passes to the servlet unwrapped).
    */
-  private record Claimed(IdempotencyGuard.Execution execution, byte[] body, boolean containerParsed) {
+  private record Body(byte[] bytes, boolean containerParsed) {
     HttpServletRequest forChain(HttpServletRequest req) {
-      return containerParsed ? req : new CachedBodyRequest(req, body);
+      return containerParsed ? req : new CachedBodyRequest(req, bytes);
     }
   }
+
+  /** A claim made for a request dispatched again to run the chain: its execution and its body. */
+  private record Claimed(IdempotencyGuard.Execution execution, Body body) {}
 
   /** Waits for Redis {@link Waiting#BLOCKING}. */
   public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes) {
@@ -101,7 +104,7 @@ public final class IdempotencyFilter implements Filter {
     Object mark = req.getAttribute(attribute);
     if (mark instanceof AsyncWait<?> wait && req.getDispatcherType() == DispatcherType.ASYNC
         && wait.resume() instanceof Claimed claimed) {
-      execute(req, claimed.forChain(req), res, chain, claimed.execution()); // the claim's dispatch
+      execute(req, claimed.body().forChain(req), res, chain, claimed.execution()); // the claim's dispatch
       return;
     }
     if (mark != null) {
@@ -113,34 +116,15 @@ public final class IdempotencyFilter implements Filter {
       chain.doFilter(request, response); // not guarded: untouched, its body is not read
       return;
     }
-    byte[] body = null;
-    boolean containerParsed = false;
-    if (MultipartBody.isMultipart(req.getContentType())) {
-      MultipartBody.Result parts = MultipartBody.read(req, maxRequestBodyBytes);
-      if (parts instanceof MultipartBody.Refused refused) {
-        write(res, Problems.of(refused.status(), "request-body-unreadable", "Request body refused", refused.detail()));
-        return;
-      }
-      if (parts instanceof MultipartBody.Parsed parsed) {
-        body = parsed.canonical();
-        containerParsed = true;
-      } else if (parts instanceof MultipartBody.NotConfigured) {
-        body = readBounded(req.getInputStream(), maxRequestBodyBytes);
-      }
-    } else {
-      body = readBounded(req.getInputStream(), maxRequestBodyBytes);
-    }
+    Body body = readBody(req, res);
     if (body == null) {
-      write(res, Problems.of(413, "request-too-large", "Request body too large",
-          "the body exceeds " + maxRequestBodyBytes + " bytes"));
-      return;
+      return; // answered 413 or 400
     }
-    Claimed prepared = new Claimed(null, body, containerParsed);
-    HttpServletRequest cached = prepared.forChain(req);
+    HttpServletRequest cached = body.forChain(req);
     CompletableFuture<IdempotencyGuard.Begin> begun;
     try {
-      RequestView view = view(cached, body);
-      begun = guard.begin(containerParsed ? MultipartBody.withoutBoundary(view) : view);
+      RequestView view = view(cached, body.bytes());
+      begun = guard.begin(body.containerParsed() ? MultipartBody.withoutBoundary(view) : view);
     } catch (RuntimeException e) {
       begun = CompletableFuture.failedFuture(e);
     }
@@ -150,8 +134,7 @@ public final class IdempotencyFilter implements Filter {
           return new AsyncWait.Answer<>(unavailable());
         }
         return b instanceof IdempotencyGuard.Answer a ? new AsyncWait.Answer<>(a.response())
-            : new AsyncWait.Proceed<>(new Claimed(((IdempotencyGuard.Execute) b).execution(), prepared.body(),
-                prepared.containerParsed()));
+            : new AsyncWait.Proceed<>(new Claimed(((IdempotencyGuard.Execute) b).execution(), body));
       });
       // no decision in time: 503, as the blocking path; a claim made after it, or never run, is released
       if (AsyncWait.start(req, res, attribute, step, TimeUnit.NANOSECONDS.toMillis(waitBoundNanos),
@@ -172,6 +155,33 @@ public final class IdempotencyFilter implements Filter {
       return;
     }
     execute(req, cached, res, chain, ((IdempotencyGuard.Execute) begin).execution());
+  }
+
+  /**
+   * Reads the body to fingerprint (multipart: the container parses the parts), or answers 413
+   * (over {@code maxRequestBodyBytes}) or 400 (a multipart body the container refused) and
+   * returns null.
+   */
+  private Body readBody(HttpServletRequest req, HttpServletResponse res) throws IOException {
+    byte[] bytes = null;
+    boolean containerParsed = false;
+    MultipartBody.Result parts = MultipartBody.isMultipart(req.getContentType())
+        ? MultipartBody.read(req, maxRequestBodyBytes) : new MultipartBody.ReadRaw();
+    if (parts instanceof MultipartBody.Refused refused) {
+      write(res, Problems.of(refused.status(), "request-body-unreadable", "Request body refused", refused.detail()));
+      return null;
+    } else if (parts instanceof MultipartBody.Parsed parsed) {
+      bytes = parsed.canonical();
+      containerParsed = true;
+    } else if (parts instanceof MultipartBody.ReadRaw) {
+      bytes = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    }
+    if (bytes == null) {
+      write(res, Problems.of(413, "request-too-large", "Request body too large",
+          "the body exceeds " + maxRequestBodyBytes + " bytes"));
+      return null;
+    }
+    return new Body(bytes, containerParsed);
   }
 
   private StoredResponse unavailable() {

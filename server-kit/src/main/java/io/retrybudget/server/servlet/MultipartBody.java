@@ -28,8 +28,8 @@ final class MultipartBody {
   /** Larger than the filter's bound: answer 413. */
   record TooLarge() implements Result {}
 
-  /** The container cannot parse parts for this servlet (no multipart configuration): read the raw body. */
-  record NotConfigured() implements Result {}
+  /** Not parsed by the container (not multipart, or the servlet has no multipart configuration): read the raw body. */
+  record ReadRaw() implements Result {}
 
   /** The container refused the body: malformed (400) or over its multipart limits (413). */
   record Refused(int status, String detail) implements Result {}
@@ -53,7 +53,7 @@ final class MultipartBody {
       // no multipart configuration on the servlet (Jetty and Tomcat say so before reading), or
       // the container's size limits were passed
       if (e.getCause() == null && noConfiguration(e)) {
-        return new NotConfigured();
+        return new ReadRaw();
       }
       return refused(e);
     } catch (ServletException | RuntimeException e) {
