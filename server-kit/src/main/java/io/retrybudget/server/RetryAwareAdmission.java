@@ -131,6 +131,9 @@ public final class RetryAwareAdmission {
     Objects.requireNonNull(seen, "seen must not be null");
     if (seen == KeyLookup.Seen.STORED) {
       admittedReplay.increment();
+      if (events != ServerKitListener.NONE) {
+        ServerKitListener.safely(() -> events.onReplayAdmitted(name));
+      }
       return Optional.of(new Permit() {
         @Override
         public void onSuccess() {}
