@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.server.servlet.IdempotencyFilter;
+import io.retrybudget.server.servlet.Waiting;
 import io.retrybudget.testing.RedisExtension;
 import jakarta.servlet.MultipartConfigElement;
 import jakarta.servlet.ServletException;
@@ -86,7 +87,9 @@ class ServletFormTest {
     tomcat = ServletServer.tomcat();
     for (ServletServer s : List.of(jetty, tomcat)) {
       s.servlet("/direct", new EchoServlet(), multipart).servlet("/guarded", new EchoServlet(), multipart)
-          .filter("/guarded", new IdempotencyFilter(guard, MAX_BODY));
+          .servlet("/guarded-async", new EchoServlet(), multipart)
+          .filter("/guarded", new IdempotencyFilter(guard, MAX_BODY))
+          .asyncFilter("/guarded-async", new IdempotencyFilter(guard, MAX_BODY, Waiting.ASYNC));
     }
     ports.put("jetty", jetty.start());
     ports.put("tomcat", tomcat.start());
@@ -174,6 +177,22 @@ class ServletFormTest {
         multipart("b0undary1", "42", "another receipt"));
     assertEquals(422, otherFile.statusCode(), "another file under the same key: " + otherFile.body());
     assertEquals(before, executions.get());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"jetty", "tomcat"})
+  void formsAndPartsSurviveTheAsyncDispatchOfAFilterThatWaitsOffTheThread(String container) {
+    String form = "amount=42&tag=a&tag=b+c";
+    String type = "application/x-www-form-urlencoded";
+    byte[] bytes = form.getBytes(StandardCharsets.US_ASCII);
+    HttpResponse<String> direct = post(container, "/direct?tag=q", null, type, bytes);
+    HttpResponse<String> guarded = post(container, "/guarded-async?tag=q", UUID.randomUUID().toString(), type, bytes);
+    assertEquals(direct.body(), guarded.body(), container + ": form parameters after the async dispatch");
+    byte[] body = multipart("b0undary2", "42", "the receipt");
+    HttpResponse<String> directParts = post(container, "/direct", null, "multipart/form-data; boundary=b0undary2", body);
+    HttpResponse<String> guardedParts = post(container, "/guarded-async", UUID.randomUUID().toString(),
+        "multipart/form-data; boundary=b0undary2", body);
+    assertEquals(directParts.body(), guardedParts.body(), container + ": parts after the async dispatch");
   }
 
   @ParameterizedTest

@@ -27,7 +27,7 @@ import org.eclipse.jetty.server.ServerConnector;
 abstract class ServletServer implements AutoCloseable {
   record Mapped(String name, HttpServlet servlet, String pattern, MultipartConfigElement multipart) {}
 
-  record FilterAt(String name, Filter filter, String pattern) {}
+  record FilterAt(String name, Filter filter, String pattern, boolean async) {}
 
   protected final List<Mapped> servlets = new ArrayList<>();
   protected final List<FilterAt> filters = new ArrayList<>();
@@ -55,7 +55,13 @@ abstract class ServletServer implements AutoCloseable {
 
   /** A filter, in the order added, before the servlets it maps to. */
   ServletServer filter(String pattern, Filter filter) {
-    filters.add(new FilterAt("filter" + filters.size(), filter, pattern));
+    filters.add(new FilterAt("filter" + filters.size(), filter, pattern, false));
+    return this;
+  }
+
+  /** A filter mapped for REQUEST and ASYNC dispatches (a filter that waits with {@code Waiting.ASYNC}). */
+  ServletServer asyncFilter(String pattern, Filter filter) {
+    filters.add(new FilterAt("filter" + filters.size(), filter, pattern, true));
     return this;
   }
 
@@ -90,7 +96,11 @@ abstract class ServletServer implements AutoCloseable {
         context.addServlet(holder, m.pattern());
       }
       for (FilterAt f : filters) {
-        context.addFilter(new FilterHolder(f.filter()), f.pattern(), EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
+        FilterHolder holder = new FilterHolder(f.filter());
+        holder.setAsyncSupported(true);
+        context.addFilter(holder, f.pattern(), f.async()
+            ? EnumSet.of(jakarta.servlet.DispatcherType.REQUEST, jakarta.servlet.DispatcherType.ASYNC)
+            : EnumSet.of(jakarta.servlet.DispatcherType.REQUEST));
       }
       server.setHandler(context);
       server.start();
@@ -126,6 +136,7 @@ abstract class ServletServer implements AutoCloseable {
       Context context = tomcat.addContext("", base.getAbsolutePath());
       for (Mapped m : servlets) {
         Wrapper w = Tomcat.addServlet(context, m.name(), m.servlet());
+        w.setAsyncSupported(true);
         if (m.multipart() != null) {
           w.setMultipartConfigElement(m.multipart());
         }
@@ -135,11 +146,15 @@ abstract class ServletServer implements AutoCloseable {
         FilterDef def = new FilterDef();
         def.setFilterName(f.name());
         def.setFilter(f.filter());
+        def.setAsyncSupported("true");
         context.addFilterDef(def);
         FilterMap map = new FilterMap();
         map.setFilterName(f.name());
         map.addURLPatternDecoded(f.pattern());
         map.setDispatcher("REQUEST");
+        if (f.async()) {
+          map.setDispatcher("ASYNC");
+        }
         context.addFilterMap(map);
       }
       tomcat.start();
