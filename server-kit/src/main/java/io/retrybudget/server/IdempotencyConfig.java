@@ -72,6 +72,17 @@ public final class IdempotencyConfig {
     return callerIdentity;
   }
 
+  /**
+   * The Redis key of the record a request's idempotency key names: its caller's scope and the key.
+   * Method and route are left out on purpose: a key reused on another route or with another method
+   * finds the first request's record and is answered 422 (its fingerprint covers method and
+   * target), as the draft asks of a key reused with a different request.
+   */
+  public String recordKey(RequestView request, String key) {
+    String caller = Objects.requireNonNullElse(callerIdentity.apply(request), "");
+    return ClaimStore.idempotencyKey(caller, key);
+  }
+
   public List<String> fingerprintHeaders() {
     return fingerprintHeaders;
   }
@@ -122,7 +133,7 @@ public final class IdempotencyConfig {
     private java.util.Set<String> methods = java.util.Set.of("POST", "PATCH");
     private boolean required = true;
     private int maxKeyLength = 255;
-    private Function<RequestView, String> callerIdentity = r -> "";
+    private Function<RequestView, String> callerIdentity = CallerIdentity.principalOrCredentials();
     private List<String> fingerprintHeaders = List.of("content-type");
     private List<String> storedHeaders = List.of("content-type", "location", "etag", "last-modified", "cache-control");
     private Duration handlerTimeout = Duration.ofSeconds(30);
@@ -180,7 +191,10 @@ public final class IdempotencyConfig {
 
     /**
      * Who is asking (an account id, the authenticated principal): keys of different callers never
-     * meet. Default: one scope for everybody ({@code ""}), fit for one trusted client only.
+     * meet, and one caller never gets another's stored answer. Default {@link
+     * CallerIdentity#principalOrCredentials()} (the principal, else a SHA-256 of the {@code
+     * Authorization} credentials); {@link CallerIdentity#shared()} for one scope for everybody.
+     * A null answer is the anonymous scope.
      */
     public Builder callerIdentity(Function<RequestView, String> identity) {
       this.callerIdentity = Objects.requireNonNull(identity, "callerIdentity must not be null");

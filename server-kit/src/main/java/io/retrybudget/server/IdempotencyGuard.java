@@ -158,15 +158,14 @@ public final class IdempotencyGuard implements AutoCloseable {
           "Idempotency-Key invalid", "the key must be 1 to " + config.maxKeyLength()
               + " visible ASCII characters, as a token or a quoted string")));
     }
-    String caller;
+    String recordKey;
     String fingerprint;
     try {
-      caller = Objects.requireNonNullElse(config.callerIdentity().apply(request), "");
+      recordKey = config.recordKey(request, key);
       fingerprint = Fingerprint.of(request, config.fingerprintHeaders());
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    String recordKey = ClaimStore.idempotencyKey(caller, request.method().toUpperCase(Locale.ROOT), request.route(), key);
     CompletableFuture<Begin> result = new CompletableFuture<>();
     long waitUntil = System.nanoTime() + config.waitForInProgress().toNanos();
     attempt(request, recordKey, fingerprint, waitUntil, 5, result);

@@ -41,6 +41,15 @@ public interface RequestView {
     return first == null ? List.of() : List.of(first);
   }
 
+  /**
+   * The name of the caller the container or framework authenticated (the servlet container's
+   * {@code getUserPrincipal()}, Vert.x Web's {@code ctx.user().subject()}), or null when none did:
+   * {@link CallerIdentity} scopes idempotency keys by it.
+   */
+  default String principal() {
+    return null;
+  }
+
   /** The body; an empty array when there is none. */
   byte[] body();
 }

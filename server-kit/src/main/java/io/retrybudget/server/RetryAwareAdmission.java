@@ -16,8 +16,11 @@ import java.util.function.LongSupplier;
  * and hedges). At the limit each partition keeps only its share ({@code retryShare} for retries,
  * default 10 %, the rest for first attempts); below it, the library admits anyone, so on top of it
  * retries are also shed once the requests in flight reach {@code 1 - retryHeadroom} of the limit
- * (default 80 %): the last fifth of the capacity is kept for first attempts, and retries are
- * always shed first. A shed request is answered 503 with
+ * (default 80 %) — except while fewer retries than {@code floor(limit * retryShare)} are in
+ * flight, so that at the limit the retry partition keeps its share: the rest of the last fifth of
+ * the capacity is kept for first attempts, and retries are shed first. With a {@link KeyLookup},
+ * a request whose idempotency key has a stored answer is a replay and is never shed, and one whose
+ * key is claimed counts as a retry. A shed request is answered 503 with
  * {@code X-Retry-Pushback-Ms} and {@code Retry-After}: a positive pushback (wait, then retry —
  * preferably elsewhere) when only this replica is full, {@code -1} (do not retry) only when the
  * {@link ServiceOverloadSignal} says the whole service is overloaded.
@@ -39,8 +42,12 @@ public final class RetryAwareAdmission {
     void onDropped();
   }
 
-  /** Counters since start (monotonic). */
-  public record Stats(long admittedFirst, long admittedRetry, long shedFirst, long shedRetry, long shedDoNotRetry) {}
+  /**
+   * Counters since start (monotonic); {@code admittedReplay}: requests whose key has a stored
+   * answer, admitted without a permit of the limiter.
+   */
+  public record Stats(long admittedFirst, long admittedRetry, long shedFirst, long shedRetry, long shedDoNotRetry,
+      long admittedReplay) {}
 
   private final AbstractPartitionedLimiter<Integer> limiter;
   private final double retryHeadroom;
@@ -52,6 +59,9 @@ public final class RetryAwareAdmission {
   private final LongAdder shedFirst = new LongAdder();
   private final LongAdder shedRetry = new LongAdder();
   private final LongAdder shedDoNotRetry = new LongAdder();
+  private final LongAdder admittedReplay = new LongAdder();
+  private final java.util.concurrent.atomic.AtomicInteger retriesInflight = new java.util.concurrent.atomic.AtomicInteger();
+  private final double retryShare;
   private final String name;
   private final ServerKitListener events;
 
@@ -67,6 +77,7 @@ public final class RetryAwareAdmission {
         .partitionResolver(attempt -> attempt > 1 ? RETRY : FIRST);
     this.limiter = (AbstractPartitionedLimiter<Integer>) lb.build();
     this.retryHeadroom = b.retryHeadroom;
+    this.retryShare = b.retryShare;
     this.pushback = b.pushback;
     this.overloadRetryAfter = b.overloadRetryAfter;
     this.signal = b.signal;
@@ -99,44 +110,106 @@ public final class RetryAwareAdmission {
 
   /** A permit, or empty when the request is to be shed (answer it with {@link #shedAnswer()}). */
   public Optional<Permit> tryAcquire(int attempt) {
+    return acquire(attempt, true);
+  }
+
+  /**
+   * As {@link #tryAcquire(int)}, for a request that carries an idempotency key: a refusal is not
+   * counted or answered yet — look the key up ({@link KeyLookup}) and ask {@link #tryAcquire(int,
+   * KeyLookup.Seen)}, which decides for good.
+   */
+  public Optional<Permit> tryAcquireBeforeLookup(int attempt) {
+    return acquire(attempt, false);
+  }
+
+  /**
+   * With what the key store holds for the request's key: a stored answer is a replay, admitted
+   * without a permit of the limiter (it costs one Redis call and runs nothing: it is never shed);
+   * a claimed key is a retry whatever the attempt header says; otherwise as {@link #tryAcquire(int)}.
+   */
+  public Optional<Permit> tryAcquire(int attempt, KeyLookup.Seen seen) {
+    Objects.requireNonNull(seen, "seen must not be null");
+    if (seen == KeyLookup.Seen.STORED) {
+      admittedReplay.increment();
+      if (events != ServerKitListener.NONE) {
+        ServerKitListener.safely(() -> events.onReplayAdmitted(name));
+      }
+      return Optional.of(new Permit() {
+        @Override
+        public void onSuccess() {}
+
+        @Override
+        public void onIgnore() {}
+
+        @Override
+        public void onDropped() {}
+      });
+    }
+    return acquire(seen == KeyLookup.Seen.IN_PROGRESS ? Math.max(2, attempt) : attempt, true);
+  }
+
+  private Optional<Permit> acquire(int attempt, boolean decisive) {
     boolean retry = attempt > 1;
+    // retries within their guaranteed share (floor(limit * retryShare)) are never held back by the
+    // headroom: at the limit the retry partition keeps its share
     Optional<Limiter.Listener> listener = retry && limiter.getInflight() >= retryCeiling()
+        && retriesInflight.get() >= retryGuarantee()
         ? Optional.empty()
         : limiter.acquire(attempt);
     if (listener.isEmpty()) {
-      (retry ? shedRetry : shedFirst).increment();
-      emitAdmission(retry, false);
-      signal.onShed();
+      if (decisive) {
+        (retry ? shedRetry : shedFirst).increment();
+        emitAdmission(retry, false);
+        signal.onShed();
+      }
       return Optional.empty();
     }
     (retry ? admittedRetry : admittedFirst).increment();
     emitAdmission(retry, true);
     signal.onAdmitted();
+    if (retry) {
+      retriesInflight.incrementAndGet();
+    }
     Limiter.Listener l = listener.get();
     return Optional.of(new Permit() {
       private final java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
 
+      private boolean end() {
+        if (!done.compareAndSet(false, true)) {
+          return false;
+        }
+        if (retry) {
+          retriesInflight.decrementAndGet();
+        }
+        return true;
+      }
+
       @Override
       public void onSuccess() {
-        if (done.compareAndSet(false, true)) {
+        if (end()) {
           l.onSuccess();
         }
       }
 
       @Override
       public void onIgnore() {
-        if (done.compareAndSet(false, true)) {
+        if (end()) {
           l.onIgnore();
         }
       }
 
       @Override
       public void onDropped() {
-        if (done.compareAndSet(false, true)) {
+        if (end()) {
           l.onDropped();
         }
       }
     });
+  }
+
+  /** The retries in flight that are always admitted: the limit times the retry share, rounded down. */
+  int retryGuarantee() {
+    return (int) Math.floor(limiter.getLimit() * retryShare);
   }
 
   private void emitAdmission(boolean retry, boolean admitted) {
@@ -182,7 +255,8 @@ public final class RetryAwareAdmission {
   }
 
   public Stats stats() {
-    return new Stats(admittedFirst.sum(), admittedRetry.sum(), shedFirst.sum(), shedRetry.sum(), shedDoNotRetry.sum());
+    return new Stats(admittedFirst.sum(), admittedRetry.sum(), shedFirst.sum(), shedRetry.sum(), shedDoNotRetry.sum(),
+        admittedReplay.sum());
   }
 
   public static final class Builder {

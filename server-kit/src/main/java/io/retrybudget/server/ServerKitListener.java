@@ -71,6 +71,9 @@ public interface ServerKitListener {
   /** Admission of one request by the limiter named {@code limiter}: retry partition or first. */
   default void onAdmission(String limiter, boolean retry, boolean admitted) {}
 
+  /** A request whose idempotency key has a stored answer was admitted as a replay, outside the limit. */
+  default void onReplayAdmitted(String limiter) {}
+
   /** A shed answer was sent: wait (positive pushback) or do not retry (the whole service is overloaded). */
   default void onShedAnswer(String limiter, boolean doNotRetry) {}
 

@@ -40,4 +40,15 @@ class ClusterClaimStoreTest {
       assertEquals(3, masters.size(), "the records lie on every master");
     }
   }
+
+  @Test
+  void theStartUpCheckReadsEveryMaster() {
+    // the harness's masters keep nothing: each one is found without persistence, none evicts
+    List<String> warned = new java.util.ArrayList<>();
+    List<RedisRequirements.Finding> found = RedisRequirements.builder().warnings(warned::add).build()
+        .verify(redis.connectionOptions().build());
+    assertEquals(3, found.stream().map(RedisRequirements.Finding::node).distinct().count(), found.toString());
+    assertTrue(found.stream().allMatch(f -> f.kind() == RedisRequirements.Kind.NO_PERSISTENCE), found.toString());
+    assertEquals(3, warned.size());
+  }
 }

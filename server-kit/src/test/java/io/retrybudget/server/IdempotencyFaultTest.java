@@ -90,7 +90,7 @@ class IdempotencyFaultTest {
       }
     });
     Eventually.await("replica A holds the claim", Duration.ofSeconds(10), () -> app.holds.containsKey(key));
-    String recordKey = ClaimStore.idempotencyKey("", "POST", "/payments", key);
+    String recordKey = ClaimStore.idempotencyKey("", key);
     long staleFence = Long.parseLong(String.valueOf(redis.server().call("HGET", recordKey, "fence")));
     assertEquals(409, b.post("/payments", key, "{\"amount\":5}").statusCode(), "within A's lease B answers 409");
     // killed: its handler never finishes, its claim is never completed, released nor renewed

@@ -63,7 +63,7 @@ class IdempotencyLeaseTest {
   }
 
   private static long leaseEnd(String key) {
-    return Long.parseLong((String) redis.server().call("HGET", ClaimStore.idempotencyKey("", "POST", "/payments", key), "until"));
+    return Long.parseLong((String) redis.server().call("HGET", ClaimStore.idempotencyKey("", key), "until"));
   }
 
   private static IdempotencyConfig shortLease() {

@@ -193,6 +193,8 @@ class MicrometerServerKitMetricsTest {
     assertEquals(1, count("retry.server.admission", "limiter", "payments", "partition", "first", "result", "shed"));
     assertEquals(1, count("retry.server.admission", "limiter", "payments", "partition", "retry", "result", "shed"));
     assertEquals(2, count("retry.server.admission.shed.answers", "limiter", "payments", "pushback", "wait"));
+    org.junit.jupiter.api.Assertions.assertTrue(admission.tryAcquire(1, KeyLookup.Seen.STORED).isPresent());
+    assertEquals(1, count("retry.server.admission", "limiter", "payments", "partition", "replay", "result", "admitted"));
 
     String tie = UUID.randomUUID().toString();
     for (int copy = 1; copy <= 2; copy++) {

@@ -318,7 +318,7 @@ class ServletAsyncWaitTest {
       // the claim Redis made after the answer went out is released, not left for its lease (35 s)
       Eventually.await("the late claim made and released", Duration.ofSeconds(10), () -> guard.stats().executed() == 1
           && guard.stats().released() == 1 && guard.renewing() == 0);
-      assertEquals(0L, redis.server().call("EXISTS", ClaimStore.idempotencyKey("", "POST", "/work", key)));
+      assertEquals(0L, redis.server().call("EXISTS", ClaimStore.idempotencyKey("", key)));
       HttpResponse<String> retry = post(key, "slow", null).join();
       assertEquals(201, retry.statusCode(), retry.body());
       assertEquals(2, executed.get());
@@ -341,7 +341,7 @@ class ServletAsyncWaitTest {
       redis.server().resume();
       // whether the container noticed (the claim is then released when it comes) or not (the request
       // ran for nobody and its answer was stored), nothing is left holding the key or a timer
-      String record = ClaimStore.idempotencyKey("", "POST", "/work", key);
+      String record = ClaimStore.idempotencyKey("", key);
       Eventually.await("the claim ended", Duration.ofSeconds(10), () -> guard.stats().executed() == 1
           && guard.renewing() == 0
           && (guard.stats().released() == 1 || "done".equals(String.valueOf(redis.server().call("HGET", record, "state")))));

@@ -7,7 +7,9 @@ import com.fasterxml.jackson.core.JsonToken;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.retrybudget.localredis.LocalRedis;
+import io.retrybudget.server.CallerIdentity;
 import io.retrybudget.server.ClaimStore;
+import io.retrybudget.server.RedisRequirements;
 import io.retrybudget.server.IdempotencyConfig;
 import io.retrybudget.server.IdempotencyGuard;
 import io.retrybudget.server.Problems;
@@ -83,8 +85,13 @@ public final class PaymentsExample implements AutoCloseable {
       } else {
         described = redisUrl.replaceAll("//[^@/]*@", "//***@");
       }
-      redis = RedisBudgetStore.connect(RedisConnectionOptions.standalone(redisUrl).commandTimeout(Duration.ofMillis(500)).build());
+      RedisConnectionOptions options = RedisConnectionOptions.standalone(redisUrl).commandTimeout(Duration.ofMillis(500)).build();
+      // what the key store needs of Redis: refuses an evicting policy, warns about no persistence
+      RedisRequirements.defaults().verify(options);
+      redis = RedisBudgetStore.connect(options);
       guard = new IdempotencyGuard(new ClaimStore(redis, Duration.ofMillis(250)), IdempotencyConfig.builder()
+          // each caller its own key scope: another Authorization never gets this caller's charge replayed
+          .callerIdentity(CallerIdentity.principalOrCredentials())
           .handlerTimeout(Duration.ofMillis(Math.max(1000, 2 * delayMs))).build());
       vertx = Vertx.vertx();
       AtomicLong charges = new AtomicLong();

@@ -100,6 +100,12 @@ public final class MicrometerServerKitMetrics implements ServerKitListener {
   }
 
   @Override
+  public void onReplayAdmitted(String limiter) {
+    counter("retry.server.admission", "Requests admitted or shed, by partition", "limiter", limiter,
+        "partition", "replay", "result", "admitted").increment();
+  }
+
+  @Override
   public void onShedAnswer(String limiter, boolean doNotRetry) {
     counter("retry.server.admission.shed.answers", "Shed answers by the pushback they carried", "limiter", limiter,
         "pushback", doNotRetry ? "do_not_retry" : "wait").increment();

@@ -1,5 +1,7 @@
 package io.retrybudget.server.servlet;
 
+import io.retrybudget.server.KeyLookup;
+import io.retrybudget.server.RequestView;
 import io.retrybudget.server.RetryAwareAdmission;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
@@ -18,17 +20,30 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * {@link RetryAwareAdmission} as a Servlet 6.1 filter (map it first): sheds with 503 and pushback,
  * or runs the chain and reports its outcome (2xx-4xx success, 5xx ignored, an exception dropped).
- * It never waits for anything. A request that goes async behind it (a {@link Waiting#ASYNC}
+ * It waits for nothing, except, with a {@link KeyLookup}, for the store's answer about a keyed
+ * request it would otherwise shed. A request that goes async behind it (a {@link Waiting#ASYNC}
  * filter waiting for Redis, an async servlet) keeps its permit until the request completes; a
  * later dispatch of the request (map this filter for {@code ASYNC} too when filters after it wait
  * async) passes untouched, on the permit it already holds.
  */
 public final class AdmissionFilter implements Filter {
   private final RetryAwareAdmission admission;
+  private final KeyLookup lookup;
   private final String attribute = AdmissionFilter.class.getName() + "@" + Integer.toHexString(System.identityHashCode(this));
 
   public AdmissionFilter(RetryAwareAdmission admission) {
+    this(admission, null);
+  }
+
+  /**
+   * With a {@link KeyLookup} (or null for none): a request with an idempotency key that would be
+   * shed is looked up in the store first, on this thread (bounded by the lookup's timeout): a
+   * stored answer is a replay and passes on to the {@link IdempotencyFilter}, a claimed key makes
+   * the request a retry.
+   */
+  public AdmissionFilter(RetryAwareAdmission admission, KeyLookup lookup) {
     this.admission = Objects.requireNonNull(admission, "admission must not be null");
+    this.lookup = lookup;
   }
 
   @Override
@@ -40,7 +55,13 @@ public final class AdmissionFilter implements Filter {
       return;
     }
     int attempt = RetryAwareAdmission.attemptOf(req.getHeader(RetryAwareAdmission.ATTEMPT_HEADER));
-    Optional<RetryAwareAdmission.Permit> permit = admission.tryAcquire(attempt);
+    RequestView view = lookup == null ? null : IdempotencyFilter.view(req, new byte[0]);
+    boolean keyed = view != null && lookup.applies(view);
+    Optional<RetryAwareAdmission.Permit> permit = keyed ? admission.tryAcquireBeforeLookup(attempt)
+        : admission.tryAcquire(attempt);
+    if (permit.isEmpty() && keyed) {
+      permit = admission.tryAcquire(attempt, seen(view));
+    }
     if (permit.isEmpty()) {
       IdempotencyFilter.write(res, admission.shedAnswer());
       return;
@@ -63,6 +84,18 @@ public final class AdmissionFilter implements Filter {
       }
     } else {
       release.completed();
+    }
+  }
+
+  private KeyLookup.Seen seen(RequestView view) {
+    try {
+      // the lookup's own timeout ends it; the bound here is a second fence
+      return lookup.lookup(view).get(10, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return KeyLookup.Seen.NONE;
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      return KeyLookup.Seen.NONE;
     }
   }
 

@@ -7,27 +7,14 @@ import io.retrybudget.server.StoredResponse;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
-import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
-import jakarta.servlet.ServletInputStream;
-import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
-import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletRequest;
-import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
-import jakarta.servlet.http.HttpServletResponseWrapper;
-import java.io.BufferedReader;
-import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.PrintWriter;
-import java.nio.charset.Charset;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,7 +30,11 @@ import java.util.logging.Logger;
  * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
  * the routes that take keys). A method outside {@code methods()} (or a request without a key where
  * none is required) passes through untouched, its body unread. Otherwise it reads the request body (at most {@code maxRequestBodyBytes}, else
- * 413) so the fingerprint covers it and the servlet can still read it, asks the guard, and either
+ * 413) so the fingerprint covers it and the servlet can still read it — as a stream, a reader, or
+ * form parameters ({@code getParameter*} of an {@code application/x-www-form-urlencoded} POST,
+ * decoded from the cached bytes as the container would); a {@code multipart/form-data} body is
+ * parsed by the container itself ({@code getParts()}, under the servlet's multipart configuration),
+ * so the servlet reads its parts and fields as usual — asks the guard, and either
  * answers at once (replay, 400, 409, 422, 503) or runs the chain with the response captured, stores
  * the answer and then sends it. The route template is the servlet mapping's pattern
  * ({@code /payments/*}). A request the servlet puts into async mode is not supported. With
@@ -62,8 +53,18 @@ public final class IdempotencyFilter implements Filter {
   private final String attribute = IdempotencyFilter.class.getName() + "@" + Integer.toHexString(System.identityHashCode(this));
   private volatile boolean asyncBroken;
 
+  /**
+   * The body as fingerprinted: the bytes read, or the canonical encoding of the parts when the
+   * container parsed them itself (multipart: the request then passes to the servlet unwrapped).
+   */
+  private record Body(byte[] bytes, boolean containerParsed) {
+    HttpServletRequest forChain(HttpServletRequest req) {
+      return containerParsed ? req : new CachedBodyRequest(req, bytes);
+    }
+  }
+
   /** A claim made for a request dispatched again to run the chain: its execution and its body. */
-  private record Claimed(IdempotencyGuard.Execution execution, byte[] body) {}
+  private record Claimed(IdempotencyGuard.Execution execution, Body body) {}
 
   /** Waits for Redis {@link Waiting#BLOCKING}. */
   public IdempotencyFilter(IdempotencyGuard guard, int maxRequestBodyBytes) {
@@ -96,7 +97,7 @@ public final class IdempotencyFilter implements Filter {
     Object mark = req.getAttribute(attribute);
     if (mark instanceof AsyncWait<?> wait && req.getDispatcherType() == DispatcherType.ASYNC
         && wait.resume() instanceof Claimed claimed) {
-      execute(req, new CachedBodyRequest(req, claimed.body()), res, chain, claimed.execution()); // the claim's dispatch
+      execute(req, claimed.body().forChain(req), res, chain, claimed.execution()); // the claim's dispatch
       return;
     }
     if (mark != null) {
@@ -108,16 +109,15 @@ public final class IdempotencyFilter implements Filter {
       chain.doFilter(request, response); // not guarded: untouched, its body is not read
       return;
     }
-    byte[] body = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    Body body = readBody(req, res);
     if (body == null) {
-      write(res, Problems.of(413, "request-too-large", "Request body too large",
-          "the body exceeds " + maxRequestBodyBytes + " bytes"));
-      return;
+      return; // answered 413 or 400
     }
-    CachedBodyRequest cached = new CachedBodyRequest(req, body);
+    HttpServletRequest cached = body.forChain(req);
     CompletableFuture<IdempotencyGuard.Begin> begun;
     try {
-      begun = guard.begin(view(cached, body));
+      RequestView view = view(cached, body.bytes());
+      begun = guard.begin(body.containerParsed() ? MultipartBody.withoutBoundary(view) : view);
     } catch (RuntimeException e) {
       begun = CompletableFuture.failedFuture(e);
     }
@@ -150,6 +150,33 @@ public final class IdempotencyFilter implements Filter {
     execute(req, cached, res, chain, ((IdempotencyGuard.Execute) begin).execution());
   }
 
+  /**
+   * Reads the body to fingerprint (multipart: the container parses the parts), or answers 413
+   * (over {@code maxRequestBodyBytes}) or 400 (a multipart body the container refused) and
+   * returns null.
+   */
+  private Body readBody(HttpServletRequest req, HttpServletResponse res) throws IOException {
+    byte[] bytes = null;
+    boolean containerParsed = false;
+    MultipartBody.Result parts = MultipartBody.isMultipart(req.getContentType())
+        ? MultipartBody.read(req, maxRequestBodyBytes) : new MultipartBody.ReadRaw();
+    if (parts instanceof MultipartBody.Refused refused) {
+      write(res, Problems.of(refused.status(), "request-body-unreadable", "Request body refused", refused.detail()));
+      return null;
+    } else if (parts instanceof MultipartBody.Parsed parsed) {
+      bytes = parsed.canonical();
+      containerParsed = true;
+    } else if (parts instanceof MultipartBody.ReadRaw) {
+      bytes = readBounded(req.getInputStream(), maxRequestBodyBytes);
+    }
+    if (bytes == null) {
+      write(res, Problems.of(413, "request-too-large", "Request body too large",
+          "the body exceeds " + maxRequestBodyBytes + " bytes"));
+      return null;
+    }
+    return new Body(bytes, containerParsed);
+  }
+
   private StoredResponse unavailable() {
     return Problems.withPushback(Problems.of(503, "idempotency-store-unavailable", "Idempotency store unavailable",
         "retry later with the same key"), guard.config().unavailableRetryAfter());
@@ -161,7 +188,7 @@ public final class IdempotencyFilter implements Filter {
    * goes out (on a container thread) once Redis has it, or at the wait's bound (the claim then
    * lapses with its lease, as when the write fails).
    */
-  private void execute(HttpServletRequest req, CachedBodyRequest cached, HttpServletResponse res, FilterChain chain,
+  private void execute(HttpServletRequest req, HttpServletRequest cached, HttpServletResponse res, FilterChain chain,
       IdempotencyGuard.Execution execution) throws IOException, ServletException {
     CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
     try {
@@ -293,220 +320,15 @@ public final class IdempotencyFilter implements Filter {
       }
 
       @Override
+      public String principal() {
+        java.security.Principal p = req.getUserPrincipal();
+        return p == null ? null : p.getName();
+      }
+
+      @Override
       public byte[] body() {
         return body;
       }
     };
-  }
-
-  /** The request with its body read once and served again to the servlet. */
-  static final class CachedBodyRequest extends HttpServletRequestWrapper {
-    private final byte[] body;
-
-    CachedBodyRequest(HttpServletRequest request, byte[] body) {
-      super(request);
-      this.body = body;
-    }
-
-    @Override
-    public ServletInputStream getInputStream() {
-      ByteArrayInputStream in = new ByteArrayInputStream(body);
-      return new ServletInputStream() {
-        @Override
-        public int read() {
-          return in.read();
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-          return in.read(b, off, len);
-        }
-
-        @Override
-        public boolean isFinished() {
-          return in.available() == 0;
-        }
-
-        @Override
-        public boolean isReady() {
-          return true;
-        }
-
-        @Override
-        public void setReadListener(ReadListener listener) {
-          throw new IllegalStateException("async reads are not supported behind IdempotencyFilter");
-        }
-      };
-    }
-
-    @Override
-    public BufferedReader getReader() {
-      String enc = getCharacterEncoding();
-      Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
-      return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
-    }
-
-    @Override
-    public int getContentLength() {
-      return body.length;
-    }
-
-    @Override
-    public long getContentLengthLong() {
-      return body.length;
-    }
-  }
-
-  /**
-   * Keeps the servlet's body in memory until the answer is stored; status and headers go to the
-   * real response, which stays uncommitted. A body beyond {@code cap} is sent on as it comes and
-   * stored without its body.
-   */
-  static final class CapturingResponse extends HttpServletResponseWrapper {
-    private final HttpServletResponse real;
-    private final int cap;
-    private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
-    private boolean overflowed;
-    private ServletOutputStream stream;
-    private PrintWriter writer;
-
-    CapturingResponse(HttpServletResponse real, int cap) {
-      super(real);
-      this.real = real;
-      this.cap = cap;
-    }
-
-    private void append(byte[] b, int off, int len) throws IOException {
-      if (!overflowed && buffer.size() + len > cap) {
-        overflowed = true;
-        real.getOutputStream().write(buffer.toByteArray());
-        buffer.reset();
-      }
-      if (overflowed) {
-        real.getOutputStream().write(b, off, len);
-      } else {
-        buffer.write(b, off, len);
-      }
-    }
-
-    @Override
-    public ServletOutputStream getOutputStream() {
-      if (writer != null) {
-        throw new IllegalStateException("getWriter() was called already");
-      }
-      if (stream == null) {
-        stream = new ServletOutputStream() {
-          @Override
-          public void write(int b) throws IOException {
-            append(new byte[] {(byte) b}, 0, 1);
-          }
-
-          @Override
-          public void write(byte[] b, int off, int len) throws IOException {
-            append(b, off, len);
-          }
-
-          @Override
-          public boolean isReady() {
-            return true;
-          }
-
-          @Override
-          public void setWriteListener(WriteListener listener) {
-            throw new IllegalStateException("async writes are not supported behind IdempotencyFilter");
-          }
-        };
-      }
-      return stream;
-    }
-
-    @Override
-    public PrintWriter getWriter() {
-      if (writer == null) {
-        if (stream != null) {
-          throw new IllegalStateException("getOutputStream() was called already");
-        }
-        String enc = getCharacterEncoding();
-        Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
-        writer = new PrintWriter(new OutputStreamWriter(getOutputStream(), cs));
-      }
-      return writer;
-    }
-
-    @Override
-    public void flushBuffer() throws IOException {
-      if (overflowed) {
-        real.flushBuffer();
-      }
-    }
-
-    @Override
-    public void sendError(int sc, String msg) throws IOException {
-      resetBuffer();
-      setStatus(sc);
-      setContentType(Problems.CONTENT_TYPE);
-      byte[] b = new String(Problems.of(sc, "error", msg == null ? "error" : msg, "").body(), StandardCharsets.UTF_8)
-          .getBytes(StandardCharsets.UTF_8);
-      append(b, 0, b.length);
-    }
-
-    @Override
-    public void sendError(int sc) throws IOException {
-      sendError(sc, null);
-    }
-
-    @Override
-    public void setContentLength(int len) {
-      // the length is set when the captured body is sent
-    }
-
-    @Override
-    public void setContentLengthLong(long len) {
-      // as above
-    }
-
-    @Override
-    public void resetBuffer() {
-      if (!overflowed) {
-        buffer.reset();
-      }
-      super.resetBuffer();
-    }
-
-    @Override
-    public void reset() {
-      if (!overflowed) {
-        buffer.reset();
-      }
-      super.reset();
-    }
-
-    void flushWriter() {
-      if (writer != null) {
-        writer.flush();
-      }
-    }
-
-    StoredResponse answer() {
-      List<StoredResponse.Header> headers = new ArrayList<>();
-      for (String name : real.getHeaderNames()) {
-        for (String value : real.getHeaders(name)) {
-          headers.add(new StoredResponse.Header(name, value));
-        }
-      }
-      if (overflowed) {
-        headers.add(new StoredResponse.Header(IdempotencyGuard.BODY_OMITTED_HEADER, "true"));
-        return new StoredResponse(real.getStatus(), headers, new byte[0]);
-      }
-      return new StoredResponse(real.getStatus(), headers, buffer.toByteArray());
-    }
-
-    /** Sends the captured body (the rest went out already when it overflowed). */
-    void commit() throws IOException {
-      if (!overflowed) {
-        real.setContentLength(buffer.size());
-        real.getOutputStream().write(buffer.toByteArray());
-      }
-    }
   }
 }

@@ -155,6 +155,11 @@ public final class VertxIdempotency {
       }
 
       @Override
+      public String principal() {
+        return ctx.user() == null ? null : ctx.user().subject();
+      }
+
+      @Override
       public byte[] body() {
         Buffer b = ctx.body() == null ? null : ctx.body().buffer();
         return b == null ? new byte[0] : b.getBytes();

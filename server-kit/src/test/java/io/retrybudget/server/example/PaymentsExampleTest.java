@@ -40,6 +40,29 @@ class PaymentsExampleTest {
   }
 
   @Test
+  void itRefusesToStartOnARedisThatEvictsKeys() {
+    try (io.retrybudget.testing.RedisServerProcess lru = io.retrybudget.testing.RedisServerProcess.start(
+        io.retrybudget.testing.RedisServerProcess.freePort(), List.of("--maxmemory-policy", "allkeys-lru"))) {
+      IOException refused = assertThrows(IOException.class,
+          () -> PaymentsExample.start(Map.of("REDIS_URL", lru.uri(), "PORT", "0")).close());
+      assertTrue(refused.getMessage().contains("maxmemory-policy is 'allkeys-lru'"), refused.getMessage());
+    }
+  }
+
+  @Test
+  void anotherCallerWithTheSameKeyAndBodyIsChargedApart() throws Exception {
+    try (PaymentsExample example = PaymentsExample.start(Map.of("REDIS_URL", redis.uri(), "PORT", "0"))) {
+      String key = UUID.randomUUID().toString();
+      HttpResponse<String> alice = send(post(example.port(), key, "{\"amount\": 42}").header("Authorization", "Bearer alice").build());
+      HttpResponse<String> bob = send(post(example.port(), key, "{\"amount\": 42}").header("Authorization", "Bearer bob").build());
+      assertEquals(201, alice.statusCode());
+      assertEquals(201, bob.statusCode());
+      assertFalse(alice.body().equals(bob.body()), "bob must not get alice's charge_id: " + bob.body());
+      assertEquals(2, example.charges());
+    }
+  }
+
+  @Test
   void overlappingDuplicatesChargeOnceAndReplay() throws Exception {
     try (PaymentsExample example = PaymentsExample.start(Map.of("REDIS_URL", redis.uri(), "PORT", "0", "DELAY_MS", "300"))) {
       int port = example.port();
