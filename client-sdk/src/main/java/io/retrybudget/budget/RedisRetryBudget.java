@@ -4,14 +4,11 @@ import io.retrybudget.budget.internal.BudgetArithmetic;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetCall;
-import io.retrybudget.budget.redis.BudgetKeys;
 import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.ClientSequence;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -44,7 +41,6 @@ import java.util.function.LongSupplier;
  */
 final class RedisRetryBudget implements RetryBudget {
   private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
-  static final int DEGRADED_AFTER_FAILURES = 2;
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
   /** At most this many permits in one lease. */
   static final long MAX_LEASE = 64;
@@ -58,10 +54,10 @@ final class RedisRetryBudget implements RetryBudget {
   static final long MAX_DENIAL_CACHE_MILLIS = 1_000;
   /** Leased permits not used within this long are dropped (at most one bucket of the window). */
   static final long MIN_LEASE_MILLIS = 100;
-  private final RedisBudgetClient client;
+  private final EngineSettings settings;
+  private final FleetRegistry fleet;
   private final BudgetConfig seed;
   private final ClientSequence sequence;
-  private volatile BudgetKeys keys; // made at the first call, from the store's mode
   private final LongSupplier clock;
   private final long callTimeoutMillis;
   private final long flushTimeoutMillis;
@@ -98,7 +94,7 @@ final class RedisRetryBudget implements RetryBudget {
   private long ownThreshold; // what the balance must hold for the fallback's next grant, micro-permits (guarded by ownCounts)
   // the fallback is deciding since its balance was last started from nothing; ended by an answer from Redis in time
   private volatile boolean fallbackEpisode;
-  private final ScheduledFuture<?> flushTask;
+  private final EngineTimer.Cancel flushTask;
 
   private volatile long exhaustedUntil = Long.MIN_VALUE;
   // permits Redis granted to calls this client had already given up on, kept for the next retry
@@ -107,8 +103,10 @@ final class RedisRetryBudget implements RetryBudget {
   // permits Redis granted (and counted) that this client held and never used: dropped when too old,
   // beyond MAX_LEASE, or held at close (for tests and diagnostics: the safe side of a lease)
   private final AtomicLong unusedPermits = new AtomicLong();
-  private final java.util.concurrent.atomic.AtomicInteger consecutiveFailures = new java.util.concurrent.atomic.AtomicInteger();
-  private volatile boolean degraded;
+  // how this budget sees Redis: changed only by RedisHealth's transitions, under healthLock
+  private final Object healthLock = new Object();
+  private final RedisHealth.Rule healthRule;
+  private volatile RedisHealth.State health = RedisHealth.State.HEALTHY;
   private volatile long degradedSince;
   private final java.util.concurrent.atomic.AtomicInteger timesDegraded = new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean closed;
@@ -136,32 +134,39 @@ final class RedisRetryBudget implements RetryBudget {
     }
   }
 
-  RedisRetryBudget(RedisBudgetClient client, BudgetConfig seed) {
-    this.client = client;
+  RedisRetryBudget(EngineSettings settings, FleetRegistry fleet, BudgetConfig seed) {
+    this(settings, fleet, seed, RedisHealth::next);
+  }
+
+  /** With another health rule than {@link RedisHealth#next}: for tests that show their checks catch a wrong one. */
+  RedisRetryBudget(EngineSettings settings, FleetRegistry fleet, BudgetConfig seed, RedisHealth.Rule healthRule) {
+    this.healthRule = healthRule;
+    this.settings = settings;
+    this.fleet = fleet;
     this.seed = seed;
     this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
-    this.clock = client.millisClock();
-    this.callTimeoutMillis = client.callTimeout().toMillis();
-    this.flushTimeoutMillis = Math.max(callTimeoutMillis, client.flushInterval().toMillis() / 2);
-    this.exhaustedCacheMillis = client.exhaustedCacheTime().toMillis();
+    this.clock = settings.clock();
+    this.callTimeoutMillis = settings.callTimeoutMillis();
+    this.flushTimeoutMillis = settings.flushTimeoutMillis();
+    this.exhaustedCacheMillis = settings.exhaustedCacheMillis();
     this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0,
         seed.maxCallsPerSecond(), 0);
-    this.baseIntervalMillis = client.flushInterval().toMillis();
-    this.maxIntervalMillis = client.maxFlushInterval().toMillis();
-    this.random = client.random();
+    this.baseIntervalMillis = settings.flushIntervalMillis();
+    this.maxIntervalMillis = settings.maxFlushIntervalMillis();
+    this.random = settings.random();
     this.ownCounts = new SlidingWindowCounts(seed.windowSeconds() * 1000L);
     this.createdAt = clock.getAsLong();
     this.firstPhase = random.getAsDouble();
-    long interval = client.flushInterval().toMillis();
+    long interval = baseIntervalMillis;
     // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
     long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * random.getAsDouble())));
-    this.flushTask = client.scheduler().scheduleAtFixedRate(() -> flush(false), interval + tickPhase, interval, TimeUnit.MILLISECONDS);
-    long known = client.fleetEstimate(seed.name());
+    this.flushTask = settings.timer().every(() -> flush(false), interval + tickPhase, interval);
+    long known = fleet.fleetEstimate(seed.name());
     if (known <= 1) {
       // the first budget of its name in this process: say hello at once (seeds the configuration,
       // learns the fleet's size, warms the script cache and the code path, so the first permit
       // request of a caller is not the slow one)
-      client.scheduler().execute(() -> flush(true));
+      settings.timer().execute(() -> flush(true));
     } else {
       // this process holds several clients of the budget: a hello from each at once is a stampede
       // (10,000 budgets made together: 10,000 calls in one tick, before any knows the fleet's size).
@@ -223,19 +228,29 @@ final class RedisRetryBudget implements RetryBudget {
       pendingDenied.increment();
       return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
+    RedisHealth.State h = health;
     if (takeLatePermit(now)) {
       recordOwn(now, 0, 1, 0);
+      if (!h.asksRedis()) {
+        chargeFallback(now); // the fallback decides: Redis's late grant is paid from its share, not added to it
+      }
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
-    BudgetScripts scripts = client.scripts();
-    if (closed || degraded || scripts == null) {
-      return CompletableFuture.completedFuture(fallback(now));
+    FleetRegistry.Port scripts = fleet.port();
+    if (closed || scripts == null || !h.asksRedis()) {
+      BudgetDecision decision = fallback(now);
+      if (h == RedisHealth.State.SLOW && !closed && scripts != null && askTurn(now, learned)) {
+        // an ask Redis would have had: a count-only call with the flush timeout instead (it carries
+        // this decision's counts), whose answer in time ends SLOW
+        flush(true);
+      }
+      return CompletableFuture.completedFuture(decision);
     }
     Learned l = learned;
-    double fleet = fleetAsksPerSecond(now, l);
+    double fleetRate = fleetAsksPerSecond(now, l);
     double share = l.maxCallsPerSecond() / (double) ASK_SHARE_DIVISOR;
-    boolean sampled = fleet > share;
-    if (sampled && random.getAsDouble() * fleet >= share) {
+    boolean sampled = fleetRate > share;
+    if (sampled && random.getAsDouble() * fleetRate >= share) {
       // not this client's turn to ask: the fleet's permit calls stay under their share of the ceiling
       pendingDenied.increment();
       return CompletableFuture.completedFuture(
@@ -243,15 +258,19 @@ final class RedisRetryBudget implements RetryBudget {
     }
     // a lease only where asks are sampled: there each call has to carry more than one permit
     CompletableFuture<BudgetReply> call = call(scripts, now, 1, sampled ? leaseSize(l) : 1);
-    return call.copy().orTimeout(callTimeoutMillis, TimeUnit.MILLISECONDS).handle((reply, error) -> {
+    return settings.timer().within(call, callTimeoutMillis).handle((reply, error) -> {
       if (error != null) {
-        onFailure(error);
+        RedisHealth.State after = onFailure(error);
         if (error instanceof TimeoutException) {
-          // only slow: when its reply comes after all, Redis is up; that timeout does not count
-          // towards degrading (a loaded machine's transient slow replies then degrade no client)
-          call.thenAccept(late -> forgiveLateReply());
+          // only slow: when its reply comes after all, Redis is up but slower than the call timeout
+          // (SLOW: the fallback's paced share decides, never a timeout per ask and no retry at all)
+          call.thenAccept(late -> {
+            if (late.applied()) {
+              onHealth(RedisHealth.Event.REPLY_LATE, null);
+            }
+          });
         }
-        BudgetDecision decision = degraded ? fallback(clock.getAsLong()) : inDoubt();
+        BudgetDecision decision = after.asksRedis() ? inDoubt() : fallback(clock.getAsLong());
         if (!decision.granted()) {
           // Redis may still grant it; then the permit is kept for this client's next retry
           call.thenAccept(this::keepLatePermit);
@@ -262,10 +281,14 @@ final class RedisRetryBudget implements RetryBudget {
     });
   }
 
-  /** A reply that came after the caller was answered: keep its permits, or its "exhausted". */
+  /**
+   * A reply that came after the caller was answered: keep its permits, or its "exhausted". Permits are
+   * kept for the window they were counted in: a client whose Redis is slow asks rarely, and a
+   * permit held for one bucket only was dropped before its next ask.
+   */
   private void keepLatePermit(BudgetReply late) {
     if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
-      holdPermits(Math.max(1, late.granted()), clock.getAsLong(), Math.max(bucketMillis(), leaseMillis(learned)));
+      holdPermits(Math.max(1, late.granted()), clock.getAsLong(), Math.max(learned.windowSeconds() * 1000L, leaseMillis(learned)));
     } else if (BudgetReply.DENIED.equals(late.status())) {
       exhausted(clock.getAsLong(), late);
     }
@@ -300,6 +323,13 @@ final class RedisRetryBudget implements RetryBudget {
       perSecond = Math.max(firstAttempts, asks) * 1000.0 / ownCounts.windowMillis();
     }
     return clients * perSecond;
+  }
+
+  /** Whether an ask at {@code now} is one of those the fleet's share of the call ceiling lets go to Redis. */
+  private boolean askTurn(long now, Learned l) {
+    double fleetRate = fleetAsksPerSecond(now, l);
+    double share = l.maxCallsPerSecond() / (double) ASK_SHARE_DIVISOR;
+    return fleetRate <= share || random.getAsDouble() * fleetRate < share;
   }
 
   /**
@@ -355,7 +385,7 @@ final class RedisRetryBudget implements RetryBudget {
    * from Redis probes at its siblings' interval, not every tick).
    */
   private long interval(Learned l) {
-    long clients = Math.max(l.activeClients(), client.fleetEstimate(seed.name()));
+    long clients = Math.max(l.activeClients(), fleet.fleetEstimate(seed.name()));
     return flushIntervalMillis(baseIntervalMillis, maxIntervalMillis, clients, l.maxCallsPerSecond());
   }
 
@@ -422,7 +452,7 @@ final class RedisRetryBudget implements RetryBudget {
       // is no failure of Redis, but it did not decide either
       return inDoubt();
     }
-    healthy();
+    onHealth(RedisHealth.Event.REPLY_IN_TIME, null);
     switch (reply.status()) {
       case BudgetReply.GRANTED:
         recordOwn(0, 1, 0);
@@ -447,26 +477,22 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
-  private CompletableFuture<BudgetReply> call(BudgetScripts scripts, long now, int need, long want) {
+  private CompletableFuture<BudgetReply> call(FleetRegistry.Port scripts, long now, int need, long want) {
     long[] moved = movePending(now);
     long requests = moved[0];
     long denied = moved[1];
     long retries = moved[2];
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
-    BudgetKeys k = keys;
-    if (k == null) {
-      keys = k = scripts.keys(seed.name()); // once: standalone and Cluster differ in the index key
-    }
     // every call carries the counts, so the timer's next flush is one interval after it
     firstCallDeferred = false;
     scheduleNextFlush(now, learned);
     callsSent.incrementAndGet();
-    return scripts.budget(new BudgetCall(seed.name(), requests, denied, retries, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
+    return scripts.budget(new BudgetCall(seed.name(), requests, denied, retries, need, Math.max(need, want), seed), sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
         Learned before = learned;
         learned = told;
-        client.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
+        fleet.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
         learnConfig(told);
         if (interval(told) < interval(before)) {
           // a higher ceiling or a smaller fleet: the shorter interval from this call on, not after the longer one
@@ -508,32 +534,47 @@ final class RedisRetryBudget implements RetryBudget {
     return java.util.Optional.ofNullable(inForce);
   }
 
-  /** A permit call's reply came after its timeout: that failure is taken back (not once degraded). */
-  private void forgiveLateReply() {
-    if (!degraded) {
-      consecutiveFailures.updateAndGet(n -> n > 0 ? n - 1 : 0);
+  /**
+   * Moves this budget's health by {@code event} ({@link RedisHealth}, one transition at a time) and
+   * runs the transition's actions; returns the new state.
+   */
+  private RedisHealth.State onHealth(RedisHealth.Event event, Throwable cause) {
+    RedisHealth.State from;
+    RedisHealth.Transition t;
+    long now = clock.getAsLong();
+    long since;
+    synchronized (healthLock) {
+      from = health;
+      t = healthRule.next(from, event);
+      since = degradedSince;
+      if (t.actions().contains(RedisHealth.Action.LOG_DEGRADED)) {
+        degradedSince = now;
+        timesDegraded.incrementAndGet();
+      }
+      if (t.actions().contains(RedisHealth.Action.END_FALLBACK_EPISODE)) {
+        fallbackEpisode = false; // the next time the fallback decides, it starts from nothing again
+      }
+      health = t.state();
     }
-  }
-
-  /** An answer in time: Redis is usable again. (A late answer teaches the config, not health.) */
-  private void healthy() {
-    consecutiveFailures.set(0);
-    if (fallbackEpisode) {
-      fallbackEpisode = false; // the next time the fallback decides, it starts from nothing again
+    if (t.actions().contains(RedisHealth.Action.LOG_DEGRADED)) {
+      fleet.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
+          + settings.fallbackPolicy() + " fallback until Redis answers again; cause: " + describe(cause));
     }
-    if (degraded) {
-      degraded = false;
-      long took = clock.getAsLong() - degradedSince;
-      client.logRecovered(() -> "budget " + seed.name() + " recovered: decisions come from Redis again after "
-          + took + " ms on the " + client.fallbackPolicy() + " fallback");
+    if (t.actions().contains(RedisHealth.Action.LOG_RECOVERED)) {
+      long took = now - since;
+      fleet.logRecovered(() -> "budget " + seed.name() + " recovered after " + took + " ms on the "
+          + settings.fallbackPolicy() + " fallback: " + (t.state() == RedisHealth.State.HEALTHY
+              ? "decisions come from Redis again"
+              : "Redis answers, slower than the call timeout; decisions come from the fallback's paced share"));
     }
+    return t.state();
   }
 
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
-  /** Timer task: sends pending counts; while degraded it is also the probe that ends degradation. */
+  /** Timer task: sends pending counts; while SLOW or DEGRADED it is also the probe that ends that state. */
   CompletableFuture<Void> flush(boolean evenIfIdle) {
-    BudgetScripts scripts = client.scripts();
+    FleetRegistry.Port scripts = fleet.port();
     if (scripts == null) {
       // never connected: keep the local window current so the fallback sees a window, not a backlog
       movePending(clock.getAsLong());
@@ -546,7 +587,7 @@ final class RedisRetryBudget implements RetryBudget {
     boolean hello = evenIfIdle;
     if (firstCallDeferred && !evenIfIdle) {
       // the fleet as known now: siblings made since, or a size one of them learned, push it out
-      long due = firstCallDue(client.fleetEstimate(seed.name()));
+      long due = firstCallDue(fleet.fleetEstimate(seed.name()));
       if (now < due) {
         nextFlushAt = due;
         return DONE;
@@ -557,20 +598,20 @@ final class RedisRetryBudget implements RetryBudget {
       return DONE;
     }
     try {
-      if (!hello && !degraded && !hasUnsentCounts()) {
+      if (!hello && health.asksRedis() && !hasUnsentCounts()) {
         flushInFlight.set(false);
         return DONE; // an idle healthy client costs Redis nothing
       }
       CompletableFuture<Void> done = new CompletableFuture<>();
       // the timeout on a copy: a reply after it still teaches the fleet size and the configuration
       // (timing out the call itself would drop them, and an overloaded fleet would never learn N)
-      call(scripts, now, 0, 0).copy()
-          .orTimeout(flushTimeoutMillis, TimeUnit.MILLISECONDS)
+      settings.timer().within(call(scripts, now, 0, 0), flushTimeoutMillis)
           .whenComplete((reply, error) -> {
             if (error != null) {
               onFailure(error);
             } else if (reply.applied()) {
-              healthy();
+              onHealth(clock.getAsLong() - now <= callTimeoutMillis ? RedisHealth.Event.REPLY_IN_TIME
+                  : RedisHealth.Event.REPLY_LATE, null);
             }
             flushInFlight.set(false);
             done.complete(null);
@@ -585,21 +626,15 @@ final class RedisRetryBudget implements RetryBudget {
 
 
   /**
-   * One failed or timed-out call answers from the fallback; a second in a row marks the budget
-   * degraded: then decisions stop asking Redis until a flush gets through.
+   * A call failed or timed out: one puts the budget IN_DOUBT, a second in a row (or broken keys)
+   * DEGRADED, where decisions stop asking Redis until a flush gets through.
    */
-  private void onFailure(Throwable error) {
+  private RedisHealth.State onFailure(Throwable error) {
     Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
         ? error.getCause() : error;
     // a budget whose keys in Redis are broken will not heal by asking again: fall back at once
     boolean broken = cause instanceof BrokenBudgetException;
-    if ((consecutiveFailures.incrementAndGet() >= DEGRADED_AFTER_FAILURES || broken) && !degraded) {
-      degradedSince = clock.getAsLong();
-      degraded = true;
-      timesDegraded.incrementAndGet();
-      client.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
-          + client.fallbackPolicy() + " fallback until Redis answers again; cause: " + describe(cause));
-    }
+    return onHealth(broken ? RedisHealth.Event.BROKEN : RedisHealth.Event.FAILURE, cause);
   }
 
   private static String describe(Throwable cause) {
@@ -624,7 +659,12 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public boolean isDegraded() {
-    return degraded || client.scripts() == null;
+    return health == RedisHealth.State.DEGRADED || fleet.port() == null;
+  }
+
+  /** How this budget sees Redis (for tests and diagnostics). */
+  RedisHealth.State health() {
+    return health;
   }
 
   /**
@@ -633,7 +673,7 @@ final class RedisRetryBudget implements RetryBudget {
    * it; a late grant from Redis is kept for the next retry.
    */
   private BudgetDecision inDoubt() {
-    if (client.fallbackPolicy() == FallbackPolicy.ALLOW) {
+    if (settings.fallbackPolicy() == FallbackPolicy.ALLOW) {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pendingDenied.increment();
@@ -641,7 +681,7 @@ final class RedisRetryBudget implements RetryBudget {
   }
 
   private BudgetDecision fallback(long now) {
-    boolean granted = switch (client.fallbackPolicy()) {
+    boolean granted = switch (settings.fallbackPolicy()) {
       case ALLOW -> {
         recordOwn(now, 0, 1, 0);
         pendingRetries.increment();
@@ -718,6 +758,27 @@ final class RedisRetryBudget implements RetryBudget {
     }
   }
 
+  /**
+   * A permit Redis granted was used while the fallback decides: the LOCAL fallback pays for it from
+   * its balance (what it lacks is owed), so Redis's late grants and the fallback's own add up to the
+   * fallback's share, not to more.
+   */
+  private void chargeFallback(long now) {
+    if (settings.fallbackPolicy() != FallbackPolicy.LOCAL) {
+      return;
+    }
+    Learned config = learned;
+    synchronized (ownCounts) {
+      updateOwnBalance(now, config);
+      if (!fallbackEpisode) {
+        ownBalance.drain();
+        ownThreshold = threshold();
+        fallbackEpisode = true;
+      }
+      ownDebt += PPM - ownBalance.withdraw(PPM);
+    }
+  }
+
   /** A grant threshold, uniform in (0, PPM] micro-permits. */
   private long threshold() {
     return Math.max(1, Math.min(PPM, (long) Math.ceil(random.getAsDouble() * PPM)));
@@ -727,7 +788,7 @@ final class RedisRetryBudget implements RetryBudget {
   private long updateOwnBalance(long now, Learned config) {
     long requests = ownCounts.requests(now) + pendingRequests.sum();
     long clients = config.activeClients();
-    long floorPpm = client.fallbackSharesFloor() && clients > 0
+    long floorPpm = settings.fallbackSharesFloor() && clients > 0
         ? config.minRetriesPerSecond() * io.retrybudget.budget.internal.PaceArithmetic.PPM / clients
         : 0;
     // every first attempt seen (sent or pending) deposits once; a count moving from pending into
@@ -790,9 +851,9 @@ final class RedisRetryBudget implements RetryBudget {
       return;
     }
     closed = true;
-    flushTask.cancel(false);
+    flushTask.cancel();
     unusedPermits.addAndGet(latePermits.getAndSet(0));
-    BudgetScripts scripts = client.scripts();
+    FleetRegistry.Port scripts = fleet.port();
     if (scripts != null && hasUnsentCounts()) {
       try {
         // closing is off the hot path: wait longer than a timer flush would
@@ -803,11 +864,11 @@ final class RedisRetryBudget implements RetryBudget {
         // the last counts are lost: undercounting is the safe side
       }
     }
-    client.forget(this);
+    fleet.forget(this);
   }
 
   @Override
   public String toString() {
-    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + (degraded ? ", degraded" : "") + "}";
+    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + ", " + health + "}";
   }
 }
