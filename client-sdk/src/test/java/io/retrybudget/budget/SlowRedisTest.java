@@ -70,5 +70,6 @@ class SlowRedisTest {
         + firstAttempts + ")");
     assertTrue(worstWait <= CALL_TIMEOUT + 10, "waited " + worstWait + " ms");
     assertFalse(fleet.stream().anyMatch(RedisRetryBudget::isDegraded), "a Redis that answers is not down");
+    assertEquals(FLEET, slow, "every budget found Redis slow and decides from its paced share");
   }
 }
