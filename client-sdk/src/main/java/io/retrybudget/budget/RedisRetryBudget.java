@@ -1,18 +1,15 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetCall;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.retrybudget.budget.redis.ClientSequence;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
@@ -20,7 +17,8 @@ import java.util.function.LongSupplier;
  * One client's view of a fleet-wide budget in Redis, made of parts that each keep one concern:
  * {@link PendingCounts} (counts not sent yet), {@link LocalFallback} (its own window and the
  * fallback), {@link PermitCache} (leases, late permits, the refusal cache, sampling of asks),
- * {@link FlushSchedule} (when the timer sends) and {@link RedisHealth} (how it sees Redis).
+ * {@link FlushSchedule} (when the timer sends) and {@link HealthTracker} (how it sees Redis: the
+ * {@link RedisHealth} state machine).
  *
  * <ul>
  *   <li>First attempts are counted without a lock and sent by a timer and with every permit
@@ -42,7 +40,6 @@ import java.util.function.LongSupplier;
  * </ul>
  */
 final class RedisRetryBudget implements RetryBudget {
-  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
   private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
   private final EngineSettings settings;
@@ -58,18 +55,11 @@ final class RedisRetryBudget implements RetryBudget {
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
   private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
   private final AtomicLong callsSent = new AtomicLong();
-  // how this budget sees Redis: changed only by the health rule's transitions, under healthLock
-  private final Object healthLock = new Object();
-  private final RedisHealth.Rule healthRule;
-  private volatile RedisHealth.State health = RedisHealth.State.HEALTHY;
-  private volatile long degradedSince;
-  private final AtomicInteger timesDegraded = new AtomicInteger();
+  private final HealthTracker health; // how this budget sees Redis
   private volatile boolean closed;
   // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
   private volatile Learned learned;
-  // the configuration Redis holds, as a BudgetConfig; null until Redis has answered
-  private volatile BudgetConfig inForce;
-  private final AtomicBoolean differenceLogged = new AtomicBoolean();
+  private final ConfigInForce configInForce;
 
   /**
    * What Redis last said about the budget. {@code activeClients} is 0 until Redis has said how many
@@ -98,12 +88,13 @@ final class RedisRetryBudget implements RetryBudget {
     this.settings = settings;
     this.fleet = fleet;
     this.seed = seed;
-    this.healthRule = healthRule;
     this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
     this.clock = settings.clock();
     this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0,
         seed.maxCallsPerSecond(), 0);
     this.own = new LocalFallback(pending, seed.windowSeconds() * 1000L, settings.random(), settings.fallbackSharesFloor());
+    this.configInForce = new ConfigInForce(seed);
+    this.health = new HealthTracker(seed.name(), settings.fallbackPolicy(), fleet, own, clock, healthRule);
     this.permits = new PermitCache(settings.exhaustedCacheMillis(), settings.random());
     this.schedule = new FlushSchedule(settings.flushIntervalMillis(), settings.maxFlushIntervalMillis(), settings.random(),
         () -> fleet.fleetEstimate(seed.name()), clock.getAsLong());
@@ -168,7 +159,7 @@ final class RedisRetryBudget implements RetryBudget {
       pending.denied();
       return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
-    RedisHealth.State h = health;
+    RedisHealth.State h = health.state();
     if (permits.take(now)) {
       own.record(now, 0, 1, 0);
       if (!h.asksRedis() && settings.fallbackPolicy() == FallbackPolicy.LOCAL) {
@@ -198,13 +189,13 @@ final class RedisRetryBudget implements RetryBudget {
     CompletableFuture<BudgetReply> call = call(port, now, 1, want);
     return settings.timer().within(call, settings.callTimeoutMillis()).handle((reply, error) -> {
       if (error != null) {
-        RedisHealth.State after = onFailure(error);
+        RedisHealth.State after = health.failure(error);
         if (error instanceof TimeoutException) {
           // only slow: when its reply comes after all, Redis is up but slower than the call timeout
           // (SLOW: the fallback's paced share decides, never a timeout per ask and no retry at all)
           call.thenAccept(late -> {
             if (late.applied()) {
-              onHealth(RedisHealth.Event.REPLY_LATE, null);
+              health.on(RedisHealth.Event.REPLY_LATE, null);
             }
           });
         }
@@ -225,7 +216,7 @@ final class RedisRetryBudget implements RetryBudget {
       // is no failure of Redis, but it did not decide either
       return inDoubt();
     }
-    onHealth(RedisHealth.Event.REPLY_IN_TIME, null);
+    health.on(RedisHealth.Event.REPLY_IN_TIME, null);
     long now = clock.getAsLong();
     switch (reply.status()) {
       case BudgetReply.GRANTED:
@@ -276,7 +267,7 @@ final class RedisRetryBudget implements RetryBudget {
         Learned before = learned;
         learned = told;
         fleet.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
-        learnConfig(told);
+        configInForce.learn(told);
         schedule.learned(now, before, told);
       } else {
         // Redis applied none of it: the counts go with the next call (they are in the own window already)
@@ -286,30 +277,9 @@ final class RedisRetryBudget implements RetryBudget {
     });
   }
 
-  /** Keeps the configuration Redis holds; says once when it is not the one this client was built with. */
-  private void learnConfig(Learned now) {
-    BudgetConfig current = inForce;
-    if (now.sameConfig(current)) {
-      return; // the usual case: nothing allocated
-    }
-    BudgetConfig config;
-    try {
-      config = BudgetConfig.builder(seed.name()).ratioPpm(now.ratioPpm()).windowSeconds(now.windowSeconds())
-          .minRetriesPerSecond(now.minRetriesPerSecond()).mode(now.mode()).build();
-    } catch (IllegalArgumentException e) {
-      return; // the scripts validate what they store; a value outside the builder's range is not exposed
-    }
-    inForce = config;
-    if (!config.equals(seed) && differenceLogged.compareAndSet(false, true)) {
-      LOG.info(() -> "budget " + seed.name() + ": Redis already holds another configuration, which is in force: "
-          + config + "; this client was built with " + seed
-          + " (the first registration wins; change a budget with the coordinator's PUT /v1/budgets/" + seed.name() + ")");
-    }
-  }
-
   @Override
   public java.util.Optional<BudgetConfig> configInForce() {
-    return java.util.Optional.ofNullable(inForce);
+    return configInForce.get();
   }
 
   /** Timer task: sends pending counts; while SLOW or DEGRADED it is also the probe that ends that state. */
@@ -326,7 +296,7 @@ final class RedisRetryBudget implements RetryBudget {
       return DONE;
     }
     try {
-      if (due != FlushSchedule.Due.HELLO && health.asksRedis() && !pending.any()) {
+      if (due != FlushSchedule.Due.HELLO && health.state().asksRedis() && !pending.any()) {
         flushInFlight.set(false);
         return DONE; // an idle healthy client costs Redis nothing
       }
@@ -336,9 +306,9 @@ final class RedisRetryBudget implements RetryBudget {
       settings.timer().within(call(port, now, 0, 0), settings.flushTimeoutMillis())
           .whenComplete((reply, error) -> {
             if (error != null) {
-              onFailure(error);
+              health.failure(error);
             } else if (reply.applied()) {
-              onHealth(clock.getAsLong() - now <= settings.callTimeoutMillis() ? RedisHealth.Event.REPLY_IN_TIME
+              health.on(clock.getAsLong() - now <= settings.callTimeoutMillis() ? RedisHealth.Event.REPLY_IN_TIME
                   : RedisHealth.Event.REPLY_LATE, null);
             }
             flushInFlight.set(false);
@@ -346,80 +316,25 @@ final class RedisRetryBudget implements RetryBudget {
           });
       return done;
     } catch (RuntimeException e) {
-      onFailure(e);
+      health.failure(e);
       flushInFlight.set(false);
       return DONE;
     }
   }
 
-  /**
-   * A call failed or timed out: one puts the budget IN_DOUBT, a second in a row (or broken keys)
-   * DEGRADED, where decisions stop asking Redis until a flush gets through.
-   */
-  private RedisHealth.State onFailure(Throwable error) {
-    Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-    // a budget whose keys in Redis are broken will not heal by asking again: fall back at once
-    boolean broken = cause instanceof BrokenBudgetException;
-    return onHealth(broken ? RedisHealth.Event.BROKEN : RedisHealth.Event.FAILURE, cause);
-  }
-
-  /**
-   * Moves this budget's health by {@code event} (one transition at a time, under healthLock) and runs
-   * the transition's actions; returns the new state.
-   */
-  private RedisHealth.State onHealth(RedisHealth.Event event, Throwable cause) {
-    RedisHealth.Transition t;
-    long now = clock.getAsLong();
-    long since;
-    synchronized (healthLock) {
-      t = healthRule.next(health, event);
-      since = degradedSince;
-      if (t.actions().contains(RedisHealth.Action.LOG_DEGRADED)) {
-        degradedSince = now;
-        timesDegraded.incrementAndGet();
-      }
-      if (t.actions().contains(RedisHealth.Action.END_FALLBACK_EPISODE)) {
-        own.endEpisode();
-      }
-      health = t.state();
-    }
-    if (t.actions().contains(RedisHealth.Action.LOG_DEGRADED)) {
-      fleet.logDegraded(() -> "budget " + seed.name() + " degraded: decisions come from the "
-          + settings.fallbackPolicy() + " fallback until Redis answers again; cause: " + describe(cause));
-    }
-    if (t.actions().contains(RedisHealth.Action.LOG_RECOVERED)) {
-      long took = now - since;
-      fleet.logRecovered(() -> "budget " + seed.name() + " recovered after " + took + " ms on the "
-          + settings.fallbackPolicy() + " fallback: " + (t.state() == RedisHealth.State.HEALTHY
-              ? "decisions come from Redis again"
-              : "Redis answers, slower than the call timeout; decisions come from the fallback's paced share"));
-    }
-    return t.state();
-  }
-
-  private static String describe(Throwable cause) {
-    if (cause == null) {
-      return "unknown";
-    }
-    if (cause instanceof TimeoutException) {
-      return "no answer within the call timeout";
-    }
-    return cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
-  }
-
   @Override
   public boolean isDegraded() {
-    return health == RedisHealth.State.DEGRADED || fleet.port() == null;
+    return health.state() == RedisHealth.State.DEGRADED || fleet.port() == null;
   }
 
   /** How this budget sees Redis (for tests and diagnostics). */
   RedisHealth.State health() {
-    return health;
+    return health.state();
   }
 
   /** How often this budget went from healthy to degraded (for tests and diagnostics). */
   int timesDegraded() {
-    return timesDegraded.get();
+    return health.timesDegraded();
   }
 
   /** Permits Redis granted to this client that it never used (dropped, or held at close). */
@@ -482,6 +397,6 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public String toString() {
-    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + ", " + health + "}";
+    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + ", " + health.state() + "}";
   }
 }
