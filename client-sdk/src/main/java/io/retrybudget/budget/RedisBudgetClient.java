@@ -54,6 +54,9 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final ConcurrentHashMap<String, FleetView> fleets = new ConcurrentHashMap<>();
   private volatile RedisBudgetStore store;
   private volatile BudgetScripts scripts;
+  private volatile FleetRegistry.Port port; // set with scripts
+  private final EngineSettings engine;
+  private final FleetRegistry registry = new Registry();
   // at most one WARNING and one INFO about degradation per 30 s for the whole client
   private final LogLimiter warnings;
   private final LogLimiter infos;
@@ -76,6 +79,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     this.warnings = new LogLimiter(LOG, Level.WARNING, LOG_INTERVAL_MILLIS, millisClock);
     this.infos = new LogLimiter(LOG, Level.INFO, LOG_INTERVAL_MILLIS, millisClock);
     this.scheduler = io.retrybudget.internal.Schedulers.daemon("retry-budget-timer");
+    this.engine = new EngineSettings(callTimeout.toMillis(), flushInterval.toMillis(), maxFlushInterval.toMillis(),
+        exhaustedCacheTime.toMillis(), fallbackPolicy, fallbackSharesFloor, millisClock, random, EngineTimer.of(scheduler));
     // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
     // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
     java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
@@ -109,7 +114,7 @@ public final class RedisBudgetClient implements AutoCloseable {
     fleets.compute(config.name(), (name, view) -> view == null ? new FleetView(1, 0, 0) : new FleetView(view.live + 1, view.heard, view.learned));
     RedisRetryBudget budget;
     try {
-      budget = new RedisRetryBudget(this, config);
+      budget = new RedisRetryBudget(engine, registry, config);
     } catch (RuntimeException | Error e) {
       release(config.name(), false);
       throw e;
@@ -173,53 +178,38 @@ public final class RedisBudgetClient implements AutoCloseable {
     return scripts;
   }
 
-  void logDegraded(java.util.function.Supplier<String> message) {
-    warnings.log(message);
-  }
+  /** The client as its budgets see it: the way to Redis, the fleets this process knows, the log. */
+  private final class Registry implements FleetRegistry {
+    @Override
+    public Port port() {
+      return port;
+    }
 
-  void logRecovered(java.util.function.Supplier<String> message) {
-    infos.log(message);
-  }
+    @Override
+    public long fleetEstimate(String name) {
+      return RedisBudgetClient.this.fleetEstimate(name);
+    }
 
-  ScheduledExecutorService scheduler() {
-    return scheduler;
-  }
+    @Override
+    public void learnedFleet(String name, long clients, boolean first) {
+      RedisBudgetClient.this.learnedFleet(name, clients, first);
+    }
 
-  Duration callTimeout() {
-    return callTimeout;
-  }
+    @Override
+    public void forget(RedisRetryBudget budget) {
+      if (budgets.remove(budget)) {
+        release(budget.name(), budget.heardFromRedis());
+      }
+    }
 
-  Duration flushInterval() {
-    return flushInterval;
-  }
+    @Override
+    public void logDegraded(java.util.function.Supplier<String> message) {
+      warnings.log(message);
+    }
 
-  Duration maxFlushInterval() {
-    return maxFlushInterval;
-  }
-
-  java.util.function.DoubleSupplier random() {
-    return random;
-  }
-
-  Duration exhaustedCacheTime() {
-    return exhaustedCacheTime;
-  }
-
-  FallbackPolicy fallbackPolicy() {
-    return fallbackPolicy;
-  }
-
-  boolean fallbackSharesFloor() {
-    return fallbackSharesFloor;
-  }
-
-  LongSupplier millisClock() {
-    return millisClock;
-  }
-
-  void forget(RedisRetryBudget budget) {
-    if (budgets.remove(budget)) {
-      release(budget.name(), budget.heardFromRedis());
+    @Override
+    public void logRecovered(java.util.function.Supplier<String> message) {
+      infos.log(message);
     }
   }
 
@@ -236,7 +226,11 @@ public final class RedisBudgetClient implements AutoCloseable {
         s.close(); // closed while connecting: leak nothing
         return false;
       }
-      scripts = new BudgetScripts(s);
+      BudgetScripts sc = new BudgetScripts(s);
+      ConcurrentHashMap<String, io.retrybudget.budget.redis.BudgetKeys> keys = new ConcurrentHashMap<>();
+      // each budget name's keys made once: standalone and Cluster differ in the index key
+      port = (call, sequence) -> sc.budget(call, keys.computeIfAbsent(call.name(), sc::keys), sequence);
+      scripts = sc;
       store = s;
       if (reportedUnreachable) {
         infos.log(() -> "Redis " + connectionOptions + " reached: budgets decide from Redis");

@@ -239,6 +239,10 @@ class BudgetFaultTest {
       redis.server().resume();
     }
     Eventually.await("the late grant is applied in Redis", Duration.ofSeconds(2), () -> redisRetries() == grantedBefore + 1);
+    // its late reply made the budget SLOW, whose timer probes Redis even when idle: once a probe is
+    // answered in time it is HEALTHY again, idle, and calls Redis for nothing but asks
+    Eventually.await("healthy again", Duration.ofSeconds(10),
+        () -> ((RedisRetryBudget) budget).health() == RedisHealth.State.HEALTHY);
     long scriptCalls = redis.commandCalls("evalsha");
     assertEquals(BudgetDecision.GRANTED, budget.acquireBlocking(), "the late permit is used");
     assertEquals(scriptCalls, redis.commandCalls("evalsha"), "without asking Redis");

@@ -13,8 +13,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A reply that comes after its call timeout, as on a loaded machine, does not count towards
- * degrading the budget: two such timeouts in a row, each answered late by a Redis that is up, leave
- * the client healthy (SIGSTOP of the real Redis makes them late).
+ * degrading the budget: it makes the budget SLOW (the fallback's paced share decides, Redis is not
+ * taken for down), and the next answer in time makes it HEALTHY again. Two such rounds leave the
+ * client never degraded (SIGSTOP of the real Redis makes the replies late).
  */
 class SlowReplyTest {
   @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
@@ -26,7 +27,10 @@ class SlowReplyTest {
         .callTimeout(Duration.ofMillis(50)).flushInterval(Duration.ofSeconds(1)).build()) {
       RedisRetryBudget b = (RedisRetryBudget) client.budget(
           BudgetConfig.builder("slow-replies").ratio(1.0).minRetriesPerSecond(1000).windowSeconds(60).build());
-      Eventually.await("served by Redis", Duration.ofSeconds(10), () -> b.acquireBlocking() == BudgetDecision.GRANTED);
+      // served by Redis, and HEALTHY (a first call slower than the timeout on a loaded machine makes it SLOW
+      // until an answer in time, and its late permit is then a GRANTED all the same)
+      Eventually.await("served by Redis", Duration.ofSeconds(10),
+          () -> b.acquireBlocking() == BudgetDecision.GRANTED && b.health() == RedisHealth.State.HEALTHY);
       for (int i = 1; i <= 2; i++) {
         long keptBefore = b.unusedPermits();
         server.pause();
@@ -42,6 +46,12 @@ class SlowReplyTest {
         Eventually.await("the late reply of call " + i, Duration.ofSeconds(10), () -> b.unusedPermits() > keptBefore);
         assertEquals(BudgetDecision.GRANTED, b.acquire().toCompletableFuture().get(5, TimeUnit.SECONDS));
         assertEquals(keptBefore, b.unusedPermits(), "the kept permit was used");
+        assertEquals(RedisHealth.State.SLOW, b.health(), "a late reply: Redis is up, slower than the call timeout");
+        // a probe answered in time (Redis is not paused now) ends SLOW
+        Eventually.await("healthy again", Duration.ofSeconds(10), () -> {
+          b.flush(true).join();
+          return b.health() == RedisHealth.State.HEALTHY;
+        });
       }
       assertFalse(b.isDegraded(), "two late replies degraded the budget");
       assertEquals(0, b.timesDegraded());

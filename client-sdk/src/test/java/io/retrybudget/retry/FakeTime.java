@@ -3,20 +3,26 @@ package io.retrybudget.retry;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.PriorityQueue;
 
 /** A fake clock with a scheduler and a sleeper that move it: no test waits for real time. */
-final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
+public final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
   private long now = 1_000_000_000L;
-  private final List<Task> tasks = new ArrayList<>();
+  private long scheduled;
+  // by due time, then in the order scheduled
+  private final PriorityQueue<Task> tasks =
+      new PriorityQueue<>(Comparator.<Task>comparingLong(t -> t.due).thenComparingLong(t -> t.seq));
   final List<Long> sleeps = new ArrayList<>();
 
   private static final class Task implements Cancellable {
     final long due;
+    final long seq;
     final Runnable run;
     boolean cancelled;
 
-    Task(long due, Runnable run) {
+    Task(long due, long seq, Runnable run) {
       this.due = due;
+      this.seq = seq;
       this.run = run;
     }
 
@@ -26,13 +32,13 @@ final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
     }
   }
 
-  synchronized long nanos() {
+  public synchronized long nanos() {
     return now;
   }
 
   @Override
   public synchronized Cancellable schedule(Runnable task, long delayNanos) {
-    Task t = new Task(now + delayNanos, task);
+    Task t = new Task(now + delayNanos, scheduled++, task);
     tasks.add(t);
     return t;
   }
@@ -46,7 +52,7 @@ final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
   }
 
   /** Moves time on, running every task that falls due, in order. */
-  void advance(long nanos) {
+  public void advance(long nanos) {
     long target;
     synchronized (this) {
       target = now + nanos;
@@ -54,13 +60,14 @@ final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
     while (true) {
       Task next;
       synchronized (this) {
-        tasks.removeIf(t -> t.cancelled);
-        next = tasks.stream().filter(t -> t.due <= target).min(Comparator.comparingLong(t -> t.due)).orElse(null);
+        while (!tasks.isEmpty() && tasks.peek().cancelled) {
+          tasks.poll();
+        }
+        next = tasks.isEmpty() || tasks.peek().due > target ? null : tasks.poll();
         if (next == null) {
           now = target;
           return;
         }
-        tasks.remove(next);
         now = Math.max(now, next.due);
       }
       next.run.run();
@@ -68,7 +75,7 @@ final class FakeTime implements RetryScheduler, RetryExecutor.Sleeper {
   }
 
   /** Tasks scheduled and not cancelled: timers a finished call must not leave behind. */
-  synchronized int pendingTasks() {
+  public synchronized int pendingTasks() {
     tasks.removeIf(t -> t.cancelled);
     return tasks.size();
   }

@@ -1,0 +1,45 @@
+package io.retrybudget.budget;
+
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Logger;
+
+/**
+ * The configuration Redis holds for one budget, as a {@link BudgetConfig} (empty until Redis has
+ * answered), and the one INFO line that says when it is not the one the client was built with.
+ */
+final class ConfigInForce {
+  // the engine's logger: what users configure for RedisRetryBudget covers this line too
+  private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
+  private final BudgetConfig seed;
+  private volatile BudgetConfig inForce;
+  private final AtomicBoolean differenceLogged = new AtomicBoolean();
+
+  ConfigInForce(BudgetConfig seed) {
+    this.seed = seed;
+  }
+
+  Optional<BudgetConfig> get() {
+    return Optional.ofNullable(inForce);
+  }
+
+  /** Keeps what Redis said; says once when it is not the configuration this client was built with. */
+  void learn(RedisRetryBudget.Learned told) {
+    if (told.sameConfig(inForce)) {
+      return; // the usual case: nothing allocated
+    }
+    BudgetConfig config;
+    try {
+      config = BudgetConfig.builder(seed.name()).ratioPpm(told.ratioPpm()).windowSeconds(told.windowSeconds())
+          .minRetriesPerSecond(told.minRetriesPerSecond()).mode(told.mode()).build();
+    } catch (IllegalArgumentException e) {
+      return; // the scripts validate what they store; a value outside the builder's range is not exposed
+    }
+    inForce = config;
+    if (!config.equals(seed) && differenceLogged.compareAndSet(false, true)) {
+      LOG.info(() -> "budget " + seed.name() + ": Redis already holds another configuration, which is in force: "
+          + config + "; this client was built with " + seed
+          + " (the first registration wins; change a budget with the coordinator's PUT /v1/budgets/" + seed.name() + ")");
+    }
+  }
+}

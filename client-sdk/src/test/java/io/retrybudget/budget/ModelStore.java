@@ -1,0 +1,132 @@
+package io.retrybudget.budget;
+
+import io.lettuce.core.RedisException;
+import io.retrybudget.budget.internal.PaceArithmetic;
+import io.retrybudget.budget.internal.PacedBalance;
+import io.retrybudget.budget.internal.SlidingWindowCounts;
+import io.retrybudget.budget.redis.BudgetCall;
+import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.ClientSequence;
+import io.retrybudget.retry.FakeTime;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * A Java model of one budget in Redis (lua/budget.lua: counts in a sliding window, the paced balance,
+ * the clients seen in the window) with replies that come fast, slow, late, never, or are refused, on
+ * fake time. A call is applied when it is sent (a refused one is not); its reply comes after the
+ * delay its {@link Delivery} says. Records what it granted and what it was told, for the checkers.
+ */
+final class ModelStore implements FleetRegistry.Port {
+  static final long PPM = PaceArithmetic.PPM;
+
+  /** How one call's reply comes back. */
+  enum Delivery { FAST, SLOW, LATE, LOST, REFUSED }
+
+  private final LongSupplier clock;
+  private final FakeTime time;
+  private final long flushTimeoutMillis;
+  /** The delivery and delay (ms) of the next call; the default answers at once. */
+  private Supplier<long[]> faults = () -> new long[] {Delivery.FAST.ordinal(), 0};
+
+  // the configuration in force
+  long ratioPpm = 100_000;
+  int windowSeconds = 10;
+  int minRetriesPerSecond = 0;
+  int maxCallsPerSecond = BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND;
+  private SlidingWindowCounts counts;
+  private final PacedBalance balance = new PacedBalance();
+  private final Map<String, Long> seen = new HashMap<>();
+
+  // the history, for the checkers
+  long calls;
+  long permitsGranted; // permits handed out in replies to applied permit calls
+  long requestsCounted;
+  long fallbackRetriesReported;
+
+  ModelStore(LongSupplier clock, FakeTime time, long flushTimeoutMillis) {
+    this.clock = clock;
+    this.time = time;
+    this.flushTimeoutMillis = flushTimeoutMillis;
+    this.counts = new SlidingWindowCounts(windowSeconds * 1000L);
+  }
+
+  /** Every reply after {@code delayMillis}. */
+  void replyAfter(long delayMillis) {
+    faults = () -> new long[] {Delivery.FAST.ordinal(), delayMillis};
+  }
+
+  /** Each call's delivery and delay (ms) from {@code source}. */
+  void faults(Supplier<long[]> source) {
+    faults = source;
+  }
+
+  /** A configuration change; a new window starts its counts afresh (as a changed ring does). */
+  void configure(long ratioPpm, int windowSeconds, int minRetriesPerSecond, int maxCallsPerSecond) {
+    this.ratioPpm = ratioPpm;
+    this.minRetriesPerSecond = minRetriesPerSecond;
+    this.maxCallsPerSecond = maxCallsPerSecond;
+    if (windowSeconds != this.windowSeconds) {
+      this.windowSeconds = windowSeconds;
+      counts = new SlidingWindowCounts(windowSeconds * 1000L);
+    }
+  }
+
+  long flushTimeoutMillis() {
+    return flushTimeoutMillis;
+  }
+
+  @Override
+  public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    long[] how = faults.get();
+    Delivery delivery = Delivery.values()[(int) how[0]];
+    CompletableFuture<BudgetReply> reply = new CompletableFuture<>();
+    calls++;
+    if (delivery == Delivery.REFUSED) {
+      // not run (as Lettuce's refusal while disconnected, after BudgetScripts' re-sends)
+      time.schedule(() -> reply.completeExceptionally(new RedisException("Currently not connected")), how[1] * FakeEngine.MS);
+      return reply;
+    }
+    BudgetReply answer = apply(call, sequence.clientId());
+    if (delivery != Delivery.LOST) {
+      time.schedule(() -> reply.complete(answer), how[1] * FakeEngine.MS);
+    }
+    return reply;
+  }
+
+  private BudgetReply apply(BudgetCall call, String clientId) {
+    long now = clock.getAsLong();
+    long windowMillis = windowSeconds * 1000L;
+    seen.put(clientId, now);
+    seen.values().removeIf(at -> at <= now - windowMillis);
+    long floorPpm = minRetriesPerSecond * PPM;
+    counts.add(now, call.requests(), call.retries(), call.denied());
+    requestsCounted += call.requests();
+    fallbackRetriesReported += call.retries();
+    balance.update(now, call.requests(), counts.requests(now), counts.spanMillis(now), windowSeconds, ratioPpm, floorPpm);
+    balance.withdraw(call.retries() * PPM); // the fallback's grants were paid by its first attempts
+    String status = BudgetReply.COUNTED;
+    long granted = 0;
+    if (call.need() > 0) {
+      long available = PaceArithmetic.available(balance.balance());
+      if (available >= call.need()) {
+        granted = Math.min(call.want(), available);
+        balance.take(granted);
+        counts.add(now, 0, granted, 0);
+        permitsGranted += granted;
+        status = BudgetReply.GRANTED;
+      } else {
+        counts.add(now, 0, 0, 1);
+        status = BudgetReply.DENIED;
+      }
+    }
+    long requests = counts.requests(now);
+    return new BudgetReply(status, granted, requests, counts.retries(now), counts.denied(now),
+        requests * ratioPpm / PPM + (long) minRetriesPerSecond * windowSeconds, seen.size(), ratioPpm, windowSeconds,
+        minRetriesPerSecond, BudgetMode.ENFORCE.wireName(), PaceArithmetic.available(balance.balance()),
+        balance.nextMillis(), balance.refillRate(), maxCallsPerSecond);
+  }
+}

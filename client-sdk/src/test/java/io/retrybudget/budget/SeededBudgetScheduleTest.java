@@ -1,0 +1,299 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.ModelStore.Delivery;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Seeded random schedules of the budget engine on fake time: 2 to 8 {@link RedisRetryBudget}s of one
+ * name against a {@link ModelStore} whose replies come fast, slow (past the call timeout), late (past
+ * the flush timeout), never, or are refused, in regimes that change at random moments, with the
+ * configuration (ratio, window, floor, call ceiling) changed at random moments too. Then a phase of
+ * 20 s in which Redis is slow only (measured over its last 10 s). After every step, against a history the checker keeps itself:
+ * <ul>
+ *   <li>no {@code acquire} outlives the call timeout + 10 ms;
+ *   <li>every grant counted once: Redis's counts never exceed the first attempts made, the fallback's
+ *       grants it was told of never exceed those granted, and the grants from Redis used never exceed
+ *       the permits it handed out;
+ *   <li>grants never exceed what the model allows (the highest ratio in force times the first attempts,
+ *       plus the highest floor over the time) plus the fallback's documented share (each budget its
+ *       ratio over its own first attempts plus at most the floor, at most one permit ahead);
+ * </ul>
+ * and at the end, that the slow phase yielded at least a third of the paced share its first attempts
+ * and floor pay for (or of its asks, if fewer), less one permit a budget, and the slow phases of the
+ * whole run together at least 0.7 of it. {@code -Dschedules=N} runs N (default 10,000); a failure names
+ * its seed ({@code -Dseed=S} replays one). Three deliberately broken engines show the checks catch
+ * what they claim to.
+ */
+class SeededBudgetScheduleTest {
+  private static final long CALL_TIMEOUT = 20;
+  // the engine says once per budget that Redis holds another configuration: 10,000 schedules of it
+  private static final java.util.logging.Logger QUIET = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
+
+  static {
+    QUIET.setLevel(java.util.logging.Level.WARNING);
+  }
+
+  @Test
+  void randomFaultSchedulesKeepEveryPromise() {
+    long seedProperty = Long.getLong("seed", -1);
+    int schedules = Integer.getInteger("schedules", 10_000);
+    long started = System.nanoTime();
+    long cpuStarted = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+    long steps = 0;
+    long first = seedProperty >= 0 ? seedProperty : 0;
+    long end = seedProperty >= 0 ? seedProperty + 1 : schedules;
+    double[] slow = new double[2];
+    for (long seed = first; seed < end; seed++) {
+      try {
+        steps += schedule(seed, engine -> {}, slow);
+      } catch (AssertionError | RuntimeException e) {
+        throw new AssertionError("schedule with seed " + seed + " (replay with -Dseed=" + seed + "): " + e.getMessage(), e);
+      }
+    }
+    if (end - first >= 100) {
+      assertSlowPhasesYield(slow);
+    }
+    System.out.printf("SeededBudgetScheduleTest: %,d schedules, %,d steps, %.1f s (%.1f s of CPU)%n", end - first, steps,
+        (System.nanoTime() - started) / 1e9,
+        (java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime() - cpuStarted) / 1e9);
+  }
+
+  @Test
+  void catchesAnEngineWhoseAcquireWaitsForRedis() {
+    assertCaught("outlived the call timeout", engine -> engine.timeoutsEnforced = false);
+  }
+
+  @Test
+  void catchesAStoreThatAppliesACallTwice() {
+    assertCaught("counted twice", engine -> engine.callsAppliedTwice = true);
+  }
+
+  @Test
+  void catchesTheRuleThatForgaveALateReply() {
+    // the rule before SLOW: a late reply took the failure back and the fallback never decided (here
+    // with late permits kept for the window, which alone brings it to about half the paced share)
+    assertCaught("the slow phase", engine -> engine.healthRule = (state, event) -> event == RedisHealth.Event.REPLY_LATE
+        ? RedisHealth.next(state == RedisHealth.State.DEGRADED ? state : RedisHealth.State.HEALTHY,
+            RedisHealth.Event.REPLY_LATE)
+        : RedisHealth.next(state, event));
+  }
+
+  /**
+   * The slow phases of many schedules together yield at least 0.7 of the paced share. One schedule's
+   * can yield nothing where each budget's share is a fraction of a permit (6 budgets with 10 asks
+   * between them at ratio 0.3: 3 permits to share); over 10,000 schedules they yielded 0.82 (0.82 over
+   * the first 300), and under the rule that forgave a late reply 0.53.
+   */
+  private static void assertSlowPhasesYield(double[] slow) {
+    assertTrue(slow[0] >= 0.7 * slow[1], "the slow phases together: " + slow[0] + " grants for a paced share of "
+        + slow[1] + " (" + slow[0] / slow[1] + ")");
+  }
+
+  private void assertCaught(String what, Consumer<FakeEngine> breakIt) {
+    int caught = 0;
+    String first = null;
+    double[] slow = new double[2];
+    for (long seed = 0; seed < 300; seed++) {
+      try {
+        schedule(seed, breakIt, slow);
+      } catch (AssertionError e) {
+        caught++;
+        first = first == null ? e.getMessage() : first;
+      }
+    }
+    try {
+      assertSlowPhasesYield(slow);
+    } catch (AssertionError e) {
+      caught++;
+      first = first == null ? e.getMessage() : first;
+    }
+    assertTrue(caught > 0, "no schedule caught the broken engine");
+    assertTrue(first.contains(what), "caught for another reason: " + first);
+    System.out.println("broken engine caught by " + caught + " of 300 schedules, first: " + first);
+  }
+
+  /** One schedule; returns its steps, and adds its slow phase's grants and paced share to {@code slow}. */
+  private long schedule(long seed, Consumer<FakeEngine> variant, double[] slow) {
+    SplittableRandom r = new SplittableRandom(seed);
+    FakeEngine engine = new FakeEngine(CALL_TIMEOUT, FallbackPolicy.LOCAL, r::nextDouble);
+    variant.accept(engine);
+
+    ModelStore store = engine.store;
+    long flushTimeout = store.flushTimeoutMillis();
+    History h = new History(engine);
+    h.configure(r, store);
+    int n = 2 + r.nextInt(7);
+    List<RedisRetryBudget> budgets = new ArrayList<>();
+    BudgetConfig seedConfig = BudgetConfig.builder("seeded").ratio(0.1).minRetriesPerSecond(0).windowSeconds(10).build();
+    for (int i = 0; i < n; i++) {
+      budgets.add(engine.budget(seedConfig));
+    }
+    long[] own = new long[n];
+    // regimes of replies, each for a random time
+    Delivery[] regime = {Delivery.FAST};
+    store.faults(() -> delivery(r, regime[0] == null ? Delivery.values()[r.nextInt(5)] : regime[0], flushTimeout));
+    long steps = 0;
+    long fleetRate = 5 + r.nextInt(40); // first attempts a second, the whole fleet
+    long phaseEnd = engine.millis() + 10_000;
+    long nextRegime = engine.millis();
+    long nextConfig = engine.millis() + r.nextLong(5_000);
+    while (engine.millis() < phaseEnd) {
+      if (engine.millis() >= nextRegime) {
+        int k = r.nextInt(7);
+        regime[0] = k < 5 ? Delivery.values()[k] : k == 5 ? null : Delivery.FAST; // null: mixed
+        nextRegime = engine.millis() + 100 + r.nextLong(3_000);
+      }
+      if (engine.millis() >= nextConfig) {
+        h.configure(r, store);
+        nextConfig = engine.millis() + 500 + r.nextLong(5_000);
+      }
+      steps += step(r, engine, budgets, own, h, fleetRate, r.nextInt(4) != 0);
+    }
+    // the slow phase: every reply past the call timeout, under the flush timeout; sparse asks
+    // (a budget asks every 1 to 4 s: longer than the life of a lease)
+    store.faults(() -> new long[] {Delivery.FAST.ordinal(), CALL_TIMEOUT + 1 + r.nextLong(flushTimeout - CALL_TIMEOUT - 2)});
+    long ratioPpm = store.ratioPpm;
+    int floor = store.minRetriesPerSecond;
+    long slowRate = Math.max(1, n * (1 + r.nextInt(4)) / 4);
+    // its first 10 s let the window (at most 10 s) forget the fault phase's traffic: while a budget's
+    // own counts say its fleet asks more than a third of the call ceiling, most of its asks are
+    // sampled out and refused without a call (and so without finding that Redis is slow)
+    phaseEnd = engine.millis() + 10_000;
+    while (engine.millis() < phaseEnd) {
+      steps += step(r, engine, budgets, own, h, slowRate, true);
+    }
+    h.reasons.clear();
+    long grantsBefore = h.grants();
+    long asksBefore = h.asks;
+    long requestsBefore = h.firstAttempts;
+    phaseEnd = engine.millis() + 10_000;
+    while (engine.millis() < phaseEnd) {
+      steps += step(r, engine, budgets, own, h, slowRate, true);
+    }
+    long grants = h.grants() - grantsBefore;
+    long requests = h.firstAttempts - requestsBefore;
+    long asks = h.asks - asksBefore;
+    double paced = Math.min(asks, requests * (ratioPpm / 1e6) + floor * 10.0);
+    slow[0] += grants;
+    slow[1] += paced;
+    assertTrue(grants >= paced / 3 - n, "the slow phase: " + grants + " grants for " + asks + " asks, " + requests
+        + " first attempts at ratio " + ratioPpm / 1e6 + ", floor " + floor + " (" + n + " budgets; decisions " + h.reasons
+        + ", budgets " + budgets + ")");
+    return steps;
+  }
+
+  /** One first attempt of a random budget that fails and asks for a retry (or succeeds), then time moves on. */
+  private static long step(SplittableRandom r, FakeEngine engine, List<RedisRetryBudget> budgets, long[] own,
+      History h, long fleetRate, boolean fails) {
+    int i = r.nextInt(budgets.size());
+    RedisRetryBudget b = budgets.get(i);
+    b.recordFirstAttempt();
+    own[i]++;
+    h.firstAttempts++;
+    if (fails) {
+      h.ask(b);
+    }
+    // exponential gaps at the fleet's rate, moved 1 to 40 ms at a time, checking after each move (an answer
+    // records its own time, so only an acquire still open is seen up to 40 ms after its bound)
+    long gap = Math.max(1, (long) (-Math.log(1 - r.nextDouble()) * 1000.0 / fleetRate));
+    while (gap > 0) {
+      long move = Math.min(gap, 1 + r.nextInt(40));
+      engine.advanceMillis(move);
+      gap -= move;
+      h.check();
+    }
+    return 1;
+  }
+
+  private static long[] delivery(SplittableRandom r, Delivery d, long flushTimeout) {
+    long delay = switch (d) {
+      case FAST -> r.nextLong(CALL_TIMEOUT / 2);
+      case SLOW -> CALL_TIMEOUT + 1 + r.nextLong(flushTimeout - CALL_TIMEOUT - 2);
+      case LATE -> flushTimeout + 1 + r.nextLong(flushTimeout);
+      case LOST -> 0;
+      case REFUSED -> r.nextLong(CALL_TIMEOUT);
+    };
+    return new long[] {d.ordinal(), delay};
+  }
+
+  /** What happened, as the checker sees it, and the invariants over it. */
+  private static final class History {
+    private final FakeEngine engine;
+    private final long startMillis;
+    private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
+    long firstAttempts;
+    long asks;
+    long fromRedis; // GRANTED: a permit Redis handed out
+    long fromFallback; // GRANTED_FALLBACK
+    long maxRatioPpm;
+    long maxFloor;
+    final java.util.Map<BudgetDecision.Reason, Integer> reasons = new java.util.TreeMap<>();
+
+    History(FakeEngine engine) {
+      this.engine = engine;
+      this.startMillis = engine.millis();
+    }
+
+    long grants() {
+      return fromRedis + fromFallback;
+    }
+
+    void configure(SplittableRandom r, ModelStore store) {
+      long[] ratios = {50_000, 100_000, 200_000, 300_000};
+      int[] windows = {1, 2, 5, 10};
+      int[] ceilings = {10, 100, 2_000};
+      store.configure(ratios[r.nextInt(4)], windows[r.nextInt(4)], r.nextInt(3), ceilings[r.nextInt(3)]);
+      maxRatioPpm = Math.max(Math.max(maxRatioPpm, store.ratioPpm), 100_000); // the seed's too
+      maxFloor = Math.max(maxFloor, store.minRetriesPerSecond);
+    }
+
+    void ask(RedisRetryBudget b) {
+      long at = engine.millis();
+      asks++;
+      CompletableFuture<BudgetDecision> d = b.acquire().toCompletableFuture();
+      long[] entry = {at, -1};
+      open.add(entry);
+      d.thenAccept(decision -> {
+        entry[1] = engine.millis();
+        reasons.merge(decision.reason(), 1, Integer::sum);
+        switch (decision.reason()) {
+          case GRANTED -> fromRedis++;
+          case GRANTED_FALLBACK -> fromFallback++;
+          default -> { }
+        }
+      });
+      check();
+    }
+
+    void check() {
+      long now = engine.millis();
+      open.removeIf(e -> {
+        long doneAt = e[1];
+        assertTrue(doneAt >= 0 ? doneAt - e[0] <= CALL_TIMEOUT + 10 : now - e[0] <= CALL_TIMEOUT + 10,
+            () -> "an acquire outlived the call timeout + 10 ms: asked at " + e[0] + ", " + (doneAt >= 0 ? "answered at " + doneAt
+                : "open at " + now));
+        return doneAt >= 0;
+      });
+      ModelStore s = engine.store;
+      assertTrue(s.requestsCounted <= firstAttempts, () -> "first attempts counted twice: " + s.requestsCounted
+          + " in Redis of " + firstAttempts);
+      assertTrue(s.fallbackRetriesReported <= fromFallback, () -> "fallback grants counted twice: " + s.fallbackRetriesReported
+          + " reported of " + fromFallback);
+      assertTrue(fromRedis <= s.permitsGranted, () -> "a permit from Redis used twice (counted twice): " + fromRedis
+          + " used of " + s.permitsGranted);
+      int n = engine.budgets.size();
+      double seconds = (now - startMillis) / 1000.0 + 1;
+      double model = maxRatioPpm / 1e6 * firstAttempts + maxFloor * seconds;
+      double fallbackShare = maxRatioPpm / 1e6 * firstAttempts + maxFloor * seconds * n + n;
+      assertTrue(grants() <= model + fallbackShare + 1, () -> "grants " + grants() + " (" + fromRedis + " from Redis, "
+          + fromFallback + " from the fallback) over the model's " + model + " plus the fallback's share " + fallbackShare);
+    }
+  }
+}
