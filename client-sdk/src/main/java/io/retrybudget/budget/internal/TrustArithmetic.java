@@ -18,12 +18,15 @@ package io.retrybudget.budget.internal;
  * </ul>
  */
 public final class TrustArithmetic {
+  /** The smallest {@link #callCap} of any budget: every call's report is believed up to this. */
+  public static final long MIN_CALL_CAP = PaceArithmetic.PPM;
+
   private TrustArithmetic() {}
 
   /** The most one call's report counts, for a budget whose ceiling is {@code maxCallsPerSecond} (>= 1). */
   public static long callCap(long maxCallsPerSecond) {
     long perCall = (PaceArithmetic.MAX_RATE + maxCallsPerSecond - 1) / maxCallsPerSecond;
-    return Math.max(PaceArithmetic.PPM, perCall);
+    return Math.max(MIN_CALL_CAP, perCall);
   }
 
   /** The most a bucket of {@code bucketMillis} holds of each count: 10^9 a second's worth. */

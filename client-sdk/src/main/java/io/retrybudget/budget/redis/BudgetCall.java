@@ -37,6 +37,12 @@ public record BudgetCall(String name, long requests, long denied, long retries, 
     want = Math.max(need, Math.min(want, cap));
   }
 
+  /**
+   * The least any budget believes of one call's report (budget.lua's cap is this or more, by the
+   * budget's {@code max_calls_per_second}): an HTTP caller's count up to this is never counted short.
+   */
+  public static final long MIN_CALL_CAP = TrustArithmetic.MIN_CALL_CAP;
+
   /** The most one call reports of each count, for a budget seeded with {@code seed} (or none). */
   public static long callCap(BudgetConfig seed) {
     return TrustArithmetic.callCap(seed == null ? BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND : seed.maxCallsPerSecond());
