@@ -29,6 +29,8 @@ local FLEET_MS = 120000
 local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
 
 local DEFAULT_MAX_CALLS = 2000
+-- the deepest debt the balance holds (micro-permits): keeps (PPM - balance) * 1000 exact
+local MAX_DEBT = 9000000000000
 local cfg_key, win_key, cli_key, idx_key, pace_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if pace_key == nil then return redis.error_reply('ERR invalid keys: 5 expected') end
 
@@ -282,14 +284,30 @@ if not fresh then
   end
 end
 
--- The paced balance: 16 bytes, micro-permits and the Redis ms it was last brought up to date.
+-- The paced balance: 32 bytes, micro-permits (negative: a debt), the Redis ms it was last brought up
+-- to date, and the bucket this script last wrote with the grants that bucket held after the write
+-- (16 bytes, as written before: no bucket). Grants in the ring beyond those were made by an older
+-- SDK's window rule on the same keys; they are paid from the balance ("Mixed versions").
 local praw = redis.pcall('GET', pace_key)
 if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
-local balance, pace_at = nil, now_ms
-if praw and #praw == 16 then
-  local b, a = struct.unpack('<i8i8', praw)
+local balance, pace_at, paid_bucket, paid_grants = nil, now_ms, nil, 0
+if praw and (#praw == 16 or #praw == 32) then
+  local b, a, pb, pg = struct.unpack(#praw == 32 and '<i8i8i8i8' or '<i8i8', praw)
   -- a balance out of range (or a key of another length) is none: the budget starts a new one
-  if b >= 0 and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
+  if b >= -MAX_DEBT and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
+  if #praw == 32 and pg >= 0 then paid_bucket, paid_grants = pb, pg end
+end
+-- grants in the ring that this script did not make: those in the bucket it last wrote beyond what it
+-- left there, and every grant of the buckets since (only an older SDK writes without this key)
+local foreign = 0
+if not fresh and paid_bucket and paid_bucket <= cur and paid_bucket >= cur - BUCKETS then
+  for i = 0, RING - 1 do
+    local b = 2 + i * FIELDS
+    if w[b] >= paid_bucket and w[b] <= cur and trust_slot_ok(w[b + 1], w[b + 2], w[b + 3], w[b + 4], w[b + 5], bucket_cap) then
+      foreign = foreign + w[b + 2]
+    end
+  end
+  foreign = math.max(0, foreign - paid_grants)
 end
 
 -- The index of budget names (a sorted set: name -> when its configuration expires, Redis ms), so
@@ -330,7 +348,8 @@ if client_id ~= '' then
     local bal_now = pace_start(requests, window_s, ratio_ppm, min_rps, cap_now)
     if balance then bal_now = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap_now) end
     return { 'stale', 0, requests, retries, denied, allowance_now, math.max(fleet_now, fleet_before), ratio_ppm,
-        window_s, min_rps, mode, math.floor(bal_now / PPM), pace_next_ms(bal_now, refill_now), refill_now, max_calls }
+        window_s, min_rps, mode, math.max(0, math.floor(bal_now / PPM)), pace_next_ms(bal_now, refill_now), refill_now,
+        max_calls }
   end
   if counted ~= epoch then
     count_client = true
@@ -383,13 +402,20 @@ else
 end
 -- retries granted elsewhere (a client's fallback) were paid for by the first attempts this call
 -- brings: spend them, as far as the balance holds, so those first attempts do not pay twice
-if add_retries > 0 then
+-- grants an older SDK made on these keys are paid from the balance too, into a debt of at most a
+-- window of the refill: the mixed fleet grants what the paced rule allows, not both rules' sum
+if foreign > 0 then
+  balance = math.max(balance - math.min(foreign, call_cap) * PPM, -math.min(MAX_DEBT, refill * window_s))
+end
+if add_retries > 0 and balance > 0 then
   balance = balance - math.min(balance, add_retries * PPM)
+end
+if add_retries > 0 then
   local g_was = cg
   cg = trust_add(cg, add_retries, bucket_cap)
   retries = retries + cg - g_was
 end
-local available = math.floor(balance / PPM)
+local available = math.max(0, math.floor(balance / PPM))
 
 local status, granted = 'counted', 0
 if need > 0 then
@@ -416,7 +442,7 @@ retries = retries + cg - g_was
 if granted > 0 then cl = now_ms end
 
 if seeded then redis.call('HSET', cfg_key, unpack(seed_fields)) end
-redis.call('SET', pace_key, struct.pack('<i8i8', balance, now_ms), 'PX', window_ms * 2)
+redis.call('SET', pace_key, struct.pack('<i8i8i8i8', balance, now_ms, cur, cg), 'PX', window_ms * 2)
 local bucket = struct.pack('<i8i8i8i8i8i8', cur, cq, cg, cd, ca, cl)
 if fresh then
   -- new or re-windowed: every other slot starts empty (bucket number 0 is never in the window)
@@ -437,4 +463,4 @@ if not live or seeded or not listed then
 end
 
 return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode,
-    math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+    math.max(0, math.floor(balance / PPM)), pace_next_ms(balance, refill), refill, max_calls }

@@ -138,10 +138,11 @@ local balance, pace_at = nil, now_ms
 if pace_key then
   local praw = redis.pcall('GET', pace_key)
   if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
-  if praw and #praw == 16 then
+  if praw and (#praw == 16 or #praw == 32) then
     local b, a = struct.unpack('<i8i8', praw)
-    -- a balance out of range (or a key of another length) is none, as budget.lua reads it
-    if b >= 0 and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
+    -- a balance out of range (or a key of another length) is none, as budget.lua reads it; a debt
+    -- (negative) is kept. (Grants an older SDK made since budget.lua's last call are not read here.)
+    if b >= -9000000000000 and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
   end
 end
 local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
@@ -198,7 +199,7 @@ if cli_key then
 end
 
 local reply = { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio,
-    src, math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+    src, math.max(0, math.floor(balance / PPM)), pace_next_ms(balance, refill), refill, max_calls }
 -- ARGV[6] = 'buckets': append, as the last element, the window bucket by bucket (oldest first):
 -- { bucket_ms, now_ms, then start_ms, requests, retries, denied for each of the 10 buckets }
 if ARGV[6] == 'buckets' then

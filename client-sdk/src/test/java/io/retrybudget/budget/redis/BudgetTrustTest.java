@@ -169,7 +169,7 @@ class BudgetTrustTest {
     if (now[WindowRing.T] == cur) {
       assertEquals(7, now[WindowRing.Q], "overwritten in its bucket");
     }
-    assertEquals(16L, (Long) redis.server().call("STRLEN", k.pace()), "a new balance written");
+    assertEquals(32L, (Long) redis.server().call("STRLEN", k.pace()), "a new balance written");
     assertTrue(String.valueOf(redis.server().call("HGET", k.clients(), "c1")).matches("\\d+:\\d+"));
   }
 }
