@@ -461,7 +461,12 @@ final class RedisRetryBudget implements RetryBudget {
     firstCallDeferred = false;
     scheduleNextFlush(now, learned);
     callsSent.incrementAndGet();
-    return scripts.budget(new BudgetCall(seed.name(), requests, denied, retries, need, Math.max(need, want), seed), k, sequence).thenApply(reply -> {
+    BudgetCall sent = new BudgetCall(seed.name(), requests, denied, retries, need, Math.max(need, want), seed);
+    // counts beyond what one call may report (the trust model's cap) go with the next calls
+    resendRequests.add(requests - sent.requests());
+    resendDenied.add(denied - sent.denied());
+    resendRetries.add(retries - sent.retries());
+    return scripts.budget(sent, k, sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
         Learned before = learned;
@@ -474,9 +479,9 @@ final class RedisRetryBudget implements RetryBudget {
         }
       } else {
         // Redis applied none of it: the counts go with the next call (they are in ownCounts already)
-        resendRequests.add(requests);
-        resendDenied.add(denied);
-        resendRetries.add(retries);
+        resendRequests.add(sent.requests());
+        resendDenied.add(sent.denied());
+        resendRetries.add(sent.retries());
       }
       return reply;
     });
