@@ -20,9 +20,17 @@ if redis.replicate_commands then redis.replicate_commands() end
 local BUCKETS = 10
 local RING = 11
 local CLIENT_TTL_WINDOWS = 6
+-- The fleet is counted per epoch of FLEET_MS, whatever the window: each client once per epoch, and
+-- the estimate is the larger of this epoch's count and the last one's. An epoch outlasts the longest
+-- wait between a live client's calls (its stretched flush interval: at most 1.25 x 60 s), so every
+-- live client is in the last epoch's count, and no boundary (of a bucket, a window or an epoch) and
+-- no change of window_s drops clients from the estimate. lua/README.md, "The fleet's size".
+local FLEET_MS = 120000
 local CONFIG_TTL_MS = 7 * 24 * 3600 * 1000
 
 local DEFAULT_MAX_CALLS = 2000
+-- the deepest debt the balance holds (micro-permits): keeps (PPM - balance) * 1000 exact
+local MAX_DEBT = 9000000000000
 local cfg_key, win_key, cli_key, idx_key, pace_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if pace_key == nil then return redis.error_reply('ERR invalid keys: 5 expected') end
 
@@ -80,6 +88,37 @@ local function pace_next_ms(balance, refill)
   if balance >= PPM then return 0 end
   if refill == 0 then return -1 end
   return math.floor(((PPM - balance) * 1000 + refill - 1) / refill)
+end
+-- The trust model's caps. One call's report counts up to the larger of 10^6 and 10^9 / max_calls_per_s
+-- (a second of the most the rate counts, shared by the calls a second the budget allows); a bucket
+-- holds at most what 10^9 first attempts a second fill it with, and sums stop there.
+local function trust_call_cap(max_calls)
+  return math.max(PPM, math.ceil(MAX_RATE / max_calls))
+end
+local function trust_bucket_cap(bucket_ms)
+  return MAX_RATE / 1000 * bucket_ms
+end
+local function trust_add(count, add, cap)
+  local v = count + add
+  if v > cap then v = cap end
+  return v
+end
+-- a slot of the ring that can be counted: every count in [0, cap], its last grant time not negative
+local function trust_slot_ok(q, g, d, a, l, cap)
+  return q >= 0 and g >= 0 and d >= 0 and a >= 0 and l >= 0 and q <= cap and g <= cap and d <= cap and a <= cap
+end
+-- The fleet record (the clients hash's field '') brought to `epoch`: clients counted in it, clients
+-- counted in the epoch before, and whether the record was already of this epoch. A record of an
+-- earlier epoch gives its count as the epoch before's (the last epoch with calls: every client that
+-- still lives was in it); one stamped ahead of this clock (a failover to a replica whose clock is
+-- behind) carries the most it knew; one that is not of the form `<epoch>:<n>:<n>` reads as none.
+local function fleet_read(record, epoch)
+  local e, n, p = string.match(record or '', '^(%d+):(%d+):(%d+)$')
+  e, n, p = tonumber(e), tonumber(n), tonumber(p)
+  if e == epoch then return n, p, true end
+  if e == nil then return 0, 0, false end
+  if e < epoch then return 0, n, false end
+  return 0, math.max(n, p), false
 end
 -- pace: end
 
@@ -179,6 +218,18 @@ end
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local bucket_ms = window_s * 1000 / BUCKETS
+
+-- The trust model (lua/README.md): what one call reports counts up to `call_cap`, a bucket holds at
+-- most `bucket_cap` of each count (the most the pace rule counts: 10^9 first attempts a second), and
+-- every sum saturates there, so no report overflows or inflates a budget past that and no later call
+-- meets a broken count. A slot that holds one anyway (negative, over the cap) counts as empty and is
+-- overwritten when its bucket comes round.
+local call_cap = trust_call_cap(max_calls)
+local bucket_cap = trust_bucket_cap(bucket_ms)
+add_requests = math.min(add_requests, call_cap)
+add_denied = math.min(add_denied, call_cap)
+add_retries = math.min(add_retries, call_cap)
+want = math.min(want, call_cap)
 local cur = math.floor(now_ms / bucket_ms)
 local slot = cur % RING
 -- share of the oldest bucket still inside the window, as (bucket_ms - elapsed) / bucket_ms
@@ -207,8 +258,8 @@ if not fresh then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
     local stamp = w[b]
-    if w[b + 1] < 0 or w[b + 2] < 0 or w[b + 3] < 0 or w[b + 4] < 0 or w[b + 5] < 0 then
-      return broken(win_key, 'slot' .. i, 'holds a negative count')
+    if not trust_slot_ok(w[b + 1], w[b + 2], w[b + 3], w[b + 4], w[b + 5], bucket_cap) then
+      stamp = 0 -- broken: counted as empty, and overwritten when its bucket comes round
     end
     if stamp > cur - BUCKETS and stamp <= cur then
       local q, g, d, a = w[b + 1], w[b + 2], w[b + 3], w[b + 4]
@@ -216,7 +267,6 @@ if not fresh then
       requests = requests + q
       retries = retries + g
       denied = denied + d
-      active = active + a
       if i == slot and stamp == cur then
         cq, cg, cd, ca, cl = q, g, d, a, w[b + 5]
         live = true
@@ -234,16 +284,30 @@ if not fresh then
   end
 end
 
--- The paced balance: 16 bytes, micro-permits and the Redis ms it was last brought up to date.
+-- The paced balance: 32 bytes, micro-permits (negative: a debt), the Redis ms it was last brought up
+-- to date, and the bucket this script last wrote with the grants that bucket held after the write
+-- (16 bytes, as written before: no bucket). Grants in the ring beyond those were made by an older
+-- SDK's window rule on the same keys; they are paid from the balance ("Mixed versions").
 local praw = redis.pcall('GET', pace_key)
 if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
-local balance, pace_at = nil, now_ms
-if praw then
-  if #praw ~= 16 then return broken(pace_key, 'length', 'must be 16 bytes') end
-  local b, a = struct.unpack('<i8i8', praw)
-  if b < 0 or b > 9007199254740992 then return broken(pace_key, 'balance', 'must be in [0, 2^53]') end
-  if a < 0 then return broken(pace_key, 'at', 'must not be negative') end
-  balance, pace_at = b, a
+local balance, pace_at, paid_bucket, paid_grants = nil, now_ms, nil, 0
+if praw and (#praw == 16 or #praw == 32) then
+  local b, a, pb, pg = struct.unpack(#praw == 32 and '<i8i8i8i8' or '<i8i8', praw)
+  -- a balance out of range (or a key of another length) is none: the budget starts a new one
+  if b >= -MAX_DEBT and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
+  if #praw == 32 and pg >= 0 then paid_bucket, paid_grants = pb, pg end
+end
+-- grants in the ring that this script did not make: those in the bucket it last wrote beyond what it
+-- left there, and every grant of the buckets since (only an older SDK writes without this key)
+local foreign = 0
+if not fresh and paid_bucket and paid_bucket <= cur and paid_bucket >= cur - BUCKETS then
+  for i = 0, RING - 1 do
+    local b = 2 + i * FIELDS
+    if w[b] >= paid_bucket and w[b] <= cur and trust_slot_ok(w[b + 1], w[b + 2], w[b + 3], w[b + 4], w[b + 5], bucket_cap) then
+      foreign = foreign + w[b + 2]
+    end
+  end
+  foreign = math.max(0, foreign - paid_grants)
 end
 
 -- The index of budget names (a sorted set: name -> when its configuration expires, Redis ms), so
@@ -253,21 +317,29 @@ local listed = redis.pcall('ZSCORE', idx_key, budget_name)
 if type(listed) == 'table' and listed.err then return broken(idx_key, 'type', 'is not a sorted set') end
 
 -- De-duplication: a client numbers its calls; a call it already gave up on and that arrives again
--- (a replay after a reconnect) or late is not applied twice.
--- Fleet size: each client is counted once per window, in the bucket where it was last counted
--- (`a<i>`); when that bucket leaves the window, its next call counts it again. So the sum of `a`
--- over the window is the number of clients heard from in it, whatever the bucket length.
+-- (a replay after a reconnect) or late is not applied twice. Its entry: `<last seq>:<fleet epoch it
+-- was last counted in>`.
+-- Fleet size: the field '' of the same hash (never a client id: '' turns counting off) holds
+-- `<epoch>:<clients counted in it>:<clients counted in the epoch before>`. A client is counted once
+-- in each epoch it calls in; the estimate is the larger of the two counts, so a live client (one
+-- call per epoch at least) never drops out of it, at an epoch's start or when window_s changes.
+-- Entries stamped ahead of Redis's clock (written before a failover to a replica whose clock is
+-- behind, or by an older SDK in bucket numbers) are counted again in the current epoch, and the
+-- record's counts are carried into it as the epoch before, so the estimate does not fall either.
+local epoch = math.floor(now_ms / FLEET_MS)
+local fleet_fields = { '' }
+if client_id ~= '' then fleet_fields[2] = client_id end
+local cli = redis.pcall('HMGET', cli_key, unpack(fleet_fields))
+if cli.err then return broken(cli_key, 'type', 'is not a hash') end
+local fleet_now, fleet_before, fleet_kept = fleet_read(cli[1], epoch)
+local fleet_changed = not fleet_kept
 local count_client = false
+local client_entry = nil
 if client_id ~= '' then
-  local prev = redis.pcall('HGET', cli_key, client_id)
-  if type(prev) == 'table' and prev.err then return broken(cli_key, 'type', 'is not a hash') end
-  local last_seq, counted = 0, -1
-  if prev then
-    local s, c = string.match(prev, '^(%d+):(%d+)$')
-    if not s then return broken(cli_key, client_id, 'must be <seq>:<bucket>') end
-    last_seq = tonumber(s)
-    counted = tonumber(c)
-  end
+  local last_seq, counted = 0, nil
+  local s, c = string.match(cli[2] or '', '^(%d+):(%d+)$')
+  -- (an entry that is not of this form is read as a new client's)
+  if s then last_seq, counted = tonumber(s), tonumber(c) end
   if seq <= last_seq then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
@@ -275,35 +347,43 @@ if client_id ~= '' then
     local cap_now = pace_cap(refill_now)
     local bal_now = pace_start(requests, window_s, ratio_ppm, min_rps, cap_now)
     if balance then bal_now = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap_now) end
-    return { 'stale', 0, requests, retries, denied, allowance_now, active, ratio_ppm, window_s, min_rps, mode,
-        math.floor(bal_now / PPM), pace_next_ms(bal_now, refill_now), refill_now, max_calls }
+    return { 'stale', 0, requests, retries, denied, allowance_now, math.max(fleet_now, fleet_before), ratio_ppm,
+        window_s, min_rps, mode, math.max(0, math.floor(bal_now / PPM)), pace_next_ms(bal_now, refill_now), refill_now,
+        max_calls }
   end
-  if counted <= cur - BUCKETS then
+  if counted ~= epoch then
     count_client = true
-    counted = cur
+    fleet_now = trust_add(fleet_now, 1, bucket_cap)
+    fleet_changed = true
   end
-  redis.call('HSET', cli_key, client_id, string.format('%d:%d', seq, counted))
-  if count_client then
-    -- bounded clean-up of clients gone quiet, a couple each time a client is counted
-    local sample = redis.call('HRANDFIELD', cli_key, 2, 'WITHVALUES')
-    for i = 1, #sample, 2 do
-      local v = sample[i + 1]
-      local sep = string.find(v, ':', 1, true)
-      local seen = sep and tonumber(string.sub(v, sep + 1)) or 0
-      if seen < cur - CLIENT_TTL_WINDOWS * BUCKETS then redis.call('HDEL', cli_key, sample[i]) end
-    end
-    -- once per window per client is enough to keep the table alive for 6 windows
-    redis.call('PEXPIRE', cli_key, window_s * 1000 * CLIENT_TTL_WINDOWS)
+  client_entry = string.format('%d:%d', seq, epoch)
+end
+active = math.max(fleet_now, fleet_before)
+if client_entry and fleet_changed then
+  redis.call('HSET', cli_key, client_id, client_entry, '', string.format('%d:%d:%d', epoch, fleet_now, fleet_before))
+elseif client_entry then
+  redis.call('HSET', cli_key, client_id, client_entry)
+end
+if count_client then
+  -- bounded clean-up of clients gone quiet for two epochs, a couple each time a client is counted
+  local sample = redis.call('HRANDFIELD', cli_key, 2, 'WITHVALUES')
+  for i = 1, #sample, 2 do
+    local seen = tonumber(string.match(sample[i + 1], '^%d+:(%d+)$'))
+    if sample[i] ~= '' and seen ~= nil and seen < epoch - 2 then redis.call('HDEL', cli_key, sample[i]) end
   end
+  -- once per epoch per client is enough to keep the table alive for three epochs
+  redis.call('PEXPIRE', cli_key, math.max(window_s * 1000 * CLIENT_TTL_WINDOWS, 3 * FLEET_MS))
 end
 
+-- (a bucket's counts saturate at its cap: the window's sums take what the bucket took)
+local q_was, d_was = cq, cd
+cq = trust_add(cq, add_requests, bucket_cap)
+cd = trust_add(cd, add_denied, bucket_cap)
+add_requests = cq - q_was
 requests = requests + add_requests
-denied = denied + add_denied
-cq = cq + add_requests
-cd = cd + add_denied
+denied = denied + cd - d_was
 if count_client then
-  ca = ca + 1
-  active = active + 1
+  ca = trust_add(ca, 1, bucket_cap)
 end
 
 -- allowance = floor(ratio * requests) + floor_per_sec * window, in integers (ratio in ppm); split
@@ -322,37 +402,47 @@ else
 end
 -- retries granted elsewhere (a client's fallback) were paid for by the first attempts this call
 -- brings: spend them, as far as the balance holds, so those first attempts do not pay twice
-if add_retries > 0 then
-  balance = balance - math.min(balance, add_retries * PPM)
-  retries = retries + add_retries
-  cg = cg + add_retries
+-- grants an older SDK made on these keys are paid from the balance too, into a debt of at most a
+-- window of the refill: the mixed fleet grants what the paced rule allows, not both rules' sum
+if foreign > 0 then
+  balance = math.max(balance - math.min(foreign, call_cap) * PPM, -math.min(MAX_DEBT, refill * window_s))
 end
-local available = math.floor(balance / PPM)
+if add_retries > 0 and balance > 0 then
+  balance = balance - math.min(balance, add_retries * PPM)
+end
+if add_retries > 0 then
+  local g_was = cg
+  cg = trust_add(cg, add_retries, bucket_cap)
+  retries = retries + cg - g_was
+end
+local available = math.max(0, math.floor(balance / PPM))
 
 local status, granted = 'counted', 0
 if need > 0 then
-  if available >= need then
+  local d_was = cd
+  if available >= need and need <= call_cap then
     status = 'granted'
     granted = math.min(want, available)
     balance = balance - granted * PPM
-  elseif mode == 'shadow' then
+  elseif mode == 'shadow' and need <= call_cap then
     -- shadow: count what enforce would have refused, refuse nothing
     status = 'shadow'
     granted = need
-    denied = denied + need
-    cd = cd + need
+    cd = trust_add(cd, need, bucket_cap)
   else
+    -- (an ask above what one call may report is refused in either mode, and counts that many)
     status = 'denied'
-    denied = denied + need
-    cd = cd + need
+    cd = trust_add(cd, math.min(need, call_cap), bucket_cap)
   end
+  denied = denied + cd - d_was
 end
-retries = retries + granted
-cg = cg + granted
+local g_was = cg
+cg = trust_add(cg, granted, bucket_cap)
+retries = retries + cg - g_was
 if granted > 0 then cl = now_ms end
 
 if seeded then redis.call('HSET', cfg_key, unpack(seed_fields)) end
-redis.call('SET', pace_key, struct.pack('<i8i8', balance, now_ms), 'PX', window_ms * 2)
+redis.call('SET', pace_key, struct.pack('<i8i8i8i8', balance, now_ms, cur, cg), 'PX', window_ms * 2)
 local bucket = struct.pack('<i8i8i8i8i8i8', cur, cq, cg, cd, ca, cl)
 if fresh then
   -- new or re-windowed: every other slot starts empty (bucket number 0 is never in the window)
@@ -373,4 +463,4 @@ if not live or seeded or not listed then
 end
 
 return { status, granted, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode,
-    math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+    math.max(0, math.floor(balance / PPM)), pace_next_ms(balance, refill), refill, max_calls }

@@ -5,8 +5,10 @@
 local BUCKETS = 10
 local RING = 11
 local DEFAULT_MAX_CALLS = 2000
--- KEYS[3], the paced balance, is optional (callers of an older SDK pass two keys)
-local cfg_key, win_key, pace_key = KEYS[1], KEYS[2], KEYS[3]
+local FLEET_MS = 120000 -- the fleet is counted per epoch of this length, as in budget.lua
+-- KEYS[3], the paced balance, and KEYS[4], the clients hash, are optional (callers of an older SDK
+-- pass two or three keys)
+local cfg_key, win_key, pace_key, cli_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 -- pace: begin. The paced rule in integers (micro-permits: 10^6 per permit). status.lua holds the
 -- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
@@ -63,6 +65,37 @@ local function pace_next_ms(balance, refill)
   if refill == 0 then return -1 end
   return math.floor(((PPM - balance) * 1000 + refill - 1) / refill)
 end
+-- The trust model's caps. One call's report counts up to the larger of 10^6 and 10^9 / max_calls_per_s
+-- (a second of the most the rate counts, shared by the calls a second the budget allows); a bucket
+-- holds at most what 10^9 first attempts a second fill it with, and sums stop there.
+local function trust_call_cap(max_calls)
+  return math.max(PPM, math.ceil(MAX_RATE / max_calls))
+end
+local function trust_bucket_cap(bucket_ms)
+  return MAX_RATE / 1000 * bucket_ms
+end
+local function trust_add(count, add, cap)
+  local v = count + add
+  if v > cap then v = cap end
+  return v
+end
+-- a slot of the ring that can be counted: every count in [0, cap], its last grant time not negative
+local function trust_slot_ok(q, g, d, a, l, cap)
+  return q >= 0 and g >= 0 and d >= 0 and a >= 0 and l >= 0 and q <= cap and g <= cap and d <= cap and a <= cap
+end
+-- The fleet record (the clients hash's field '') brought to `epoch`: clients counted in it, clients
+-- counted in the epoch before, and whether the record was already of this epoch. A record of an
+-- earlier epoch gives its count as the epoch before's (the last epoch with calls: every client that
+-- still lives was in it); one stamped ahead of this clock (a failover to a replica whose clock is
+-- behind) carries the most it knew; one that is not of the form `<epoch>:<n>:<n>` reads as none.
+local function fleet_read(record, epoch)
+  local e, n, p = string.match(record or '', '^(%d+):(%d+):(%d+)$')
+  e, n, p = tonumber(e), tonumber(n), tonumber(p)
+  if e == epoch then return n, p, true end
+  if e == nil then return 0, 0, false end
+  if e < epoch then return 0, n, false end
+  return 0, math.max(n, p), false
+end
 -- pace: end
 
 local function in_range(v, lo, hi)
@@ -105,12 +138,11 @@ local balance, pace_at = nil, now_ms
 if pace_key then
   local praw = redis.pcall('GET', pace_key)
   if type(praw) == 'table' and praw.err then return broken(pace_key, 'type', 'is not a string') end
-  if praw then
-    if #praw ~= 16 then return broken(pace_key, 'length', 'must be 16 bytes') end
+  if praw and (#praw == 16 or #praw == 32) then
     local b, a = struct.unpack('<i8i8', praw)
-    if b < 0 or b > 9007199254740992 then return broken(pace_key, 'balance', 'must be in [0, 2^53]') end
-    if a < 0 then return broken(pace_key, 'at', 'must not be negative') end
-    balance, pace_at = b, a
+    -- a balance out of range (or a key of another length) is none, as budget.lua reads it; a debt
+    -- (negative) is kept. (Grants an older SDK made since budget.lua's last call are not read here.)
+    if b >= -9000000000000 and b <= 9007199254740992 and a >= 0 then balance, pace_at = b, a end
   end
 end
 local exists = ((cfg[1] or cfg[2] or cfg[3] or cfg[4]) and 1 or 0) + (raw and 1 or 0)
@@ -121,8 +153,8 @@ if w and w[1] == bucket_ms then
   for i = 0, RING - 1 do
     local b = 2 + i * FIELDS
     local stamp = w[b]
-    if w[b + 1] < 0 or w[b + 2] < 0 or w[b + 3] < 0 or w[b + 4] < 0 or w[b + 5] < 0 then
-      return broken(win_key, 'slot' .. i, 'holds a negative count')
+    if not trust_slot_ok(w[b + 1], w[b + 2], w[b + 3], w[b + 4], w[b + 5], trust_bucket_cap(bucket_ms)) then
+      stamp = 0 -- broken: counted as empty (budget.lua overwrites it when its bucket comes round)
     end
     if stamp > cur - BUCKETS and stamp <= cur then
       if w[b + 1] > 0 and (oldest == nil or stamp < oldest) then oldest = stamp end
@@ -157,8 +189,17 @@ else
   balance = pace_refill(balance, pace_at, now_ms, 0, ratio_ppm, min_rps, cap)
 end
 
+-- the fleet's size as budget.lua counts it (per epoch, from the clients hash); without that key (an
+-- older caller) the clients counted in the window's buckets
+if cli_key then
+  local record = redis.pcall('HGET', cli_key, '')
+  if type(record) == 'table' and record.err then return broken(cli_key, 'type', 'is not a hash') end
+  local n, p = fleet_read(record or nil, math.floor(now_ms / FLEET_MS))
+  active = math.max(n, p)
+end
+
 local reply = { exists, requests, retries, denied, allowance, active, ratio_ppm, window_s, min_rps, mode, retry_ratio,
-    src, math.floor(balance / PPM), pace_next_ms(balance, refill), refill, max_calls }
+    src, math.max(0, math.floor(balance / PPM)), pace_next_ms(balance, refill), refill, max_calls }
 -- ARGV[6] = 'buckets': append, as the last element, the window bucket by bucket (oldest first):
 -- { bucket_ms, now_ms, then start_ms, requests, retries, denied for each of the 10 buckets }
 if ARGV[6] == 'buckets' then

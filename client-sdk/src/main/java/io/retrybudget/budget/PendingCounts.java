@@ -59,10 +59,13 @@ final class PendingCounts {
         retries.sumThenReset() + resendRetries.sumThenReset());
   }
 
-  /** A call Redis did not apply: its counts go with the next one. */
-  void sendAgain(Taken t) {
-    resendRequests.add(t.requests());
-    resendDenied.add(t.denied());
-    resendRetries.add(t.retries());
+  /**
+   * Counts that go with the next call: those of a call Redis did not apply, and those beyond what one
+   * call may report (the trust model's cap, {@link io.retrybudget.budget.redis.BudgetCall}).
+   */
+  void sendAgain(long requests, long denied, long retries) {
+    resendRequests.add(requests);
+    resendDenied.add(denied);
+    resendRetries.add(retries);
   }
 }

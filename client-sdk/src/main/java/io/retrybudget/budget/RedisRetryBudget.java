@@ -261,6 +261,8 @@ final class RedisRetryBudget implements RetryBudget {
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
     BudgetCall c = new BudgetCall(seed.name(), taken.requests(), taken.denied(), taken.retries(), need,
         Math.max(need, want), seed);
+    // counts beyond what one call may report (the trust model's cap) go with the next calls
+    pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
     return port.budget(c, sequence).thenApply(reply -> {
       if (reply.applied()) {
         Learned told = Learned.of(reply);
@@ -271,7 +273,7 @@ final class RedisRetryBudget implements RetryBudget {
         schedule.learned(now, before, told);
       } else {
         // Redis applied none of it: the counts go with the next call (they are in the own window already)
-        pending.sendAgain(taken);
+        pending.sendAgain(c.requests(), c.denied(), c.retries());
       }
       return reply;
     });

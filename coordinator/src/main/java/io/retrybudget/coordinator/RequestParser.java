@@ -2,6 +2,7 @@ package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetNames;
+import io.retrybudget.budget.redis.BudgetCall;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;
@@ -10,7 +11,12 @@ import java.util.Set;
 
 /** Turns request bodies into validated values; every refusal names its field. Pure. */
 final class RequestParser {
-  static final int MAX_REQUEST_COUNT = 1_000_000;
+  /**
+   * The most first attempts one POST counts: the trust model's smallest cap on one call's report (the
+   * scripts believe at least this much of any budget's call), so a POST is never counted short; what
+   * many POSTs add up to is capped per bucket by the scripts (lua/README.md, "The trust model").
+   */
+  static final long MAX_REQUEST_COUNT = BudgetCall.MIN_CALL_CAP;
   static final int MAX_PERMIT_COUNT = 1_000;
   private static final Set<String> CONFIG_FIELDS = Set.of("ratio", "window_seconds", "min_retries_per_second", "mode",
       "max_calls_per_second");

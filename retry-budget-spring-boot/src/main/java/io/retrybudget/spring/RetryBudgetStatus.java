@@ -73,7 +73,7 @@ final class RetryBudgetStatus implements AutoCloseable {
     try {
       s = store();
       BudgetKeys k = new BudgetKeys(name);
-      List<Object> r = s.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()},
+      List<Object> r = s.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace(), k.clients()},
           Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
           Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName()).get(timeoutMillis, TimeUnit.MILLISECONDS);
       long requests = (Long) r.get(1);

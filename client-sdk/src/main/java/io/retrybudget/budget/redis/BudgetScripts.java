@@ -177,7 +177,7 @@ public final class BudgetScripts {
     BudgetKeys k = keys(name);
     String[] d = settingsArgs(defaults);
     String[] args = buckets ? new String[] {d[0], d[1], d[2], d[3], d[4], "buckets"} : d;
-    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace()}, args)
+    return store.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace(), k.clients()}, args)
         .handle((r, error) -> {
           if (error != null) {
             throw new CompletionException(translate(name, unwrap(error)));

@@ -22,12 +22,20 @@ public final class WindowRing {
   private static final String PLANT = "local a = {} for i = 2, 7 do a[#a + 1] = tonumber(ARGV[i]) end "
       + "redis.call('SETRANGE', KEYS[1], 8 + 48 * tonumber(ARGV[1]), struct.pack('<i8i8i8i8i8i8', unpack(a))) return 1";
 
+  /** Sets the fleet record (the clients hash's field '') of Redis's current epoch: both counts {@code ARGV[1]}. */
+  private static final String PLANT_FLEET = "local t = redis.call('TIME') "
+      + "local e = math.floor((tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) / "
+      + io.retrybudget.budget.internal.FleetCount.EPOCH_MILLIS + ") "
+      + "redis.call('HSET', KEYS[1], '', string.format('%d:%d:%d', e, tonumber(ARGV[1]), tonumber(ARGV[1]))) return 1";
+
   private final RedisServerProcess server;
   private final String key;
+  private final String clientsKey;
 
   public WindowRing(RedisServerProcess server, BudgetKeys keys) {
     this.server = server;
     this.key = keys.window();
+    this.clientsKey = keys.clients();
   }
 
   /** The 11 slots, each {t, q, g, d, a, l}; all zero where the ring has no key yet. */
@@ -63,8 +71,13 @@ public final class WindowRing {
         Long.toString(grants), Long.toString(denied), Long.toString(clients), Long.toString(lastGrantMs));
   }
 
-  /** Every slot in use made to report {@code clients} active clients, as a fleet of that size would leave it. */
+  /**
+   * The budget made to report {@code clients} active clients, as a fleet of that size would leave it:
+   * the fleet record of this epoch and the one before, and every slot in use (what an older caller of
+   * status.lua reads).
+   */
   public void plantClients(long clients) {
+    server.call("EVAL", PLANT_FLEET, "1", clientsKey, Long.toString(clients));
     long[][] slots = slots();
     for (int i = 0; i < SLOTS; i++) {
       if (slots[i][T] != 0) {

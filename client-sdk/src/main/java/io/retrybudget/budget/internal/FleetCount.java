@@ -1,0 +1,52 @@
+package io.retrybudget.budget.internal;
+
+/**
+ * How lua/budget.lua counts a budget's clients (its {@code fleet_read}; parity-tested), in Java.
+ *
+ * <p>Time is cut into epochs of {@link #EPOCH_MILLIS}, whatever the budget's window. Each client is
+ * counted once in every epoch it calls in, and the estimate is the larger of this epoch's count and the
+ * last one's. An epoch outlasts the longest wait between a live client's calls (a stretched flush
+ * interval is at most 1.25 x 60 s), so every live client is in the last epoch's count: the estimate
+ * does not dip at a bucket's, window's or epoch's start, nor when {@code window_s} changes.
+ *
+ * @param epoch the epoch this record is of
+ * @param now clients counted in {@code epoch}
+ * @param before clients counted in the epoch before (or the last epoch with calls)
+ */
+public record FleetCount(long epoch, long now, long before) {
+  /** The length of an epoch, ms. */
+  public static final long EPOCH_MILLIS = 120_000L;
+
+  /** The epoch of a Redis time (ms). */
+  public static long epochOf(long nowMillis) {
+    return Math.floorDiv(nowMillis, EPOCH_MILLIS);
+  }
+
+  /**
+   * A stored record brought to {@code epoch}: a record of an earlier epoch gives its count as the epoch
+   * before's; one stamped ahead of the clock (a failover to a replica whose clock is behind) carries the
+   * most it knew; none ({@code null}) is empty.
+   */
+  public static FleetCount read(FleetCount stored, long epoch) {
+    if (stored == null) {
+      return new FleetCount(epoch, 0, 0);
+    }
+    if (stored.epoch == epoch) {
+      return stored;
+    }
+    if (stored.epoch < epoch) {
+      return new FleetCount(epoch, 0, stored.now);
+    }
+    return new FleetCount(epoch, 0, Math.max(stored.now, stored.before));
+  }
+
+  /** This record with one more client counted in its epoch. */
+  public FleetCount counted() {
+    return new FleetCount(epoch, now + 1, before);
+  }
+
+  /** The fleet's size: the larger of the two counts. */
+  public long estimate() {
+    return Math.max(now, before);
+  }
+}
