@@ -118,6 +118,7 @@ final class ClaimLifecycle {
   private boolean renewalsStopped;
   private boolean writeInFlight;
   private boolean storing;
+  private boolean lost;
   private StoredResponse pendingResponse;
   private Throwable pendingFailure;
 
@@ -144,6 +145,11 @@ final class ClaimLifecycle {
   /** How it ended; null before ENDED. */
   Ending ending() {
     return ending;
+  }
+
+  /** True once Redis said the claim is no longer this holder's (a renewal or the write was fenced). */
+  boolean lost() {
+    return lost;
   }
 
   /** True while the lease is being renewed. */
@@ -184,6 +190,7 @@ final class ClaimLifecycle {
       if (handlerRuns && !renewalsStopped) {
         if (f.fenced()) {
           renewalsStopped = true;
+          lost = true;
           out.add(new Report(ServerKitListener.IdempotencyOutcome.CLAIM_LOST));
         } else if (!renewalArmed) {
           renewalArmed = true; // Redis refused or was slow: try again at the next period
@@ -246,6 +253,7 @@ final class ClaimLifecycle {
       out.add(new Report(ServerKitListener.IdempotencyOutcome.STORE_ERROR_WRITE));
     } else if (!w.ok()) {
       ending = Ending.LOST;
+      lost = true;
       out.add(new Report(ServerKitListener.IdempotencyOutcome.FENCED));
     } else {
       ending = storing ? Ending.STORED : Ending.RELEASED;

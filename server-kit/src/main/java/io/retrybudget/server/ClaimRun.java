@@ -91,6 +91,10 @@ final class ClaimRun {
     return state.phase();
   }
 
+  synchronized boolean lost() {
+    return state.lost();
+  }
+
   synchronized ClaimLifecycle.Ending ending() {
     return state.ending();
   }
