@@ -35,7 +35,7 @@ abstract class IdempotencyContract {
   protected RedisBudgetStore connection;
   protected IdempotencyGuard payments;
   protected IdempotencyGuard waiting;
-  /** POST /stored/payments: {@link OutcomePolicy#STORE_ALL}. */
+  /** POST /stored/payments: {@link OutcomePolicy#STORE_ALL}, handlerTimeout 300 ms, lease 1.2 s. */
   protected IdempotencyGuard storeAll;
   protected HttpTestClient http;
 
@@ -55,8 +55,9 @@ abstract class IdempotencyContract {
     ClaimStore store = new ClaimStore(connection, Duration.ofSeconds(2));
     IdempotencyConfig.Builder config = IdempotencyConfig.builder().callerIdentity(r -> r.header("X-Caller"));
     payments = new IdempotencyGuard(store, config.build());
-    storeAll = new IdempotencyGuard(store, config.outcomes(OutcomePolicy.STORE_ALL).build());
-    config.outcomes(OutcomePolicy.STANDARD);
+    // a short deadline (lease 1.2 s, renewed every 400 ms): handlers that outlive it
+    storeAll = new IdempotencyGuard(store, IdempotencyConfig.builder().callerIdentity(r -> r.header("X-Caller"))
+        .outcomes(OutcomePolicy.STORE_ALL).handlerTimeout(Duration.ofMillis(300)).leaseMargin(Duration.ofMillis(900)).build());
     waiting = new IdempotencyGuard(store, config.waitForInProgress(Duration.ofSeconds(10)).build());
     port = startServer(payments, waiting, app);
     http = new HttpTestClient(port);
@@ -242,6 +243,34 @@ abstract class IdempotencyContract {
     assertEquals(201, corrected.statusCode(), corrected.body());
     assertEquals(1, app.executions(key));
     assertEquals(corrected.body(), http.post("/stored/payments", key, "{\"amount\":4}").body());
+  }
+
+  @Test
+  void aHandlerThatOutlivesItsDeadlineAndItsLeaseKeepsItsClaimAndItsAnswerIsReplayed() throws Exception {
+    String key = newKey();
+    String record = ClaimStore.idempotencyKey("", "POST", "/stored/payments", key);
+    CompletableFuture<HttpResponse<String>> first =
+        CompletableFuture.supplyAsync(() -> http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}"));
+    Eventually.await("the first claimed its key", Duration.ofSeconds(10),
+        () -> "busy".equals(String.valueOf(redis().server().call("HGET", record, "state"))));
+    long leaseEnd = Long.parseLong(String.valueOf(redis().server().call("HGET", record, "until")));
+    Eventually.await("Redis time passes two leases", Duration.ofSeconds(10), () -> redisMillis() > leaseEnd + 1_300);
+    HttpResponse<String> duplicate = http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}");
+    assertEquals(409, duplicate.statusCode(), "the running holder keeps its key: " + duplicate.body());
+    app.release(key);
+    int firstStatus = first.get(20, java.util.concurrent.TimeUnit.SECONDS).statusCode();
+    assertTrue(firstStatus == 201 || firstStatus == 503, "201, or 503 handler-timeout where the adapter has a deadline");
+    Eventually.await("the answer is stored", Duration.ofSeconds(10),
+        () -> "done".equals(String.valueOf(redis().server().call("HGET", record, "state"))));
+    HttpResponse<String> replay = http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}");
+    assertEquals(201, replay.statusCode());
+    assertEquals("true", replay.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null));
+    assertEquals(1, app.executions(key), "executed once");
+  }
+
+  private long redisMillis() {
+    List<?> t = (List<?>) redis().server().call("TIME");
+    return Long.parseLong(String.valueOf(t.get(0))) * 1000 + Long.parseLong(String.valueOf(t.get(1))) / 1000;
   }
 
   @Test
