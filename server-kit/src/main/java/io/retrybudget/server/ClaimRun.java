@@ -91,6 +91,11 @@ final class ClaimRun {
     return state.phase();
   }
 
+  /** The first event after which the lifecycle's liveness invariant did not hold (null: it always held). */
+  synchronized ClaimLifecycle.Event livenessBrokenBy() {
+    return state.livenessBrokenBy();
+  }
+
   synchronized boolean lost() {
     return state.lost();
   }

@@ -20,8 +20,21 @@ class ClaimLifecycleTest {
 
   private static ClaimLifecycle lifecycle(OutcomePolicy policy) {
     // lease 300 ms (renewal every 100 ms), kept at most 1 s
-    return new ClaimLifecycle(policy, 0, Duration.ofMillis(300), Duration.ofSeconds(1), r -> r, Duration.ofSeconds(1));
+    ClaimLifecycle c = new ClaimLifecycle(policy, 0, Duration.ofMillis(300), Duration.ofSeconds(1), r -> r, Duration.ofSeconds(1));
+    made.add(c);
+    return c;
   }
+
+  @org.junit.jupiter.api.AfterEach
+  void noTransitionBrokeLiveness() {
+    List<ClaimLifecycle> these = List.copyOf(made);
+    made.clear();
+    for (ClaimLifecycle c : these) {
+      assertNull(c.livenessBrokenBy(), c.toString());
+    }
+  }
+
+  private static final List<ClaimLifecycle> made = new java.util.ArrayList<>();
 
   private static <T extends Action> T only(Class<T> type, List<Action> actions) {
     List<Action> of = actions.stream().filter(type::isInstance).toList();

@@ -108,6 +108,9 @@ final class ExactlyOnceSchedule {
       if (x.execution.run().phase() != ClaimLifecycle.Phase.ENDED) {
         history.violations.add("a claim's lifecycle never ended: " + x.execution.run());
       }
+      if (x.execution.run().livenessBrokenBy() != null) {
+        history.violations.add("a claim's lifecycle was not live after " + x.execution.run().livenessBrokenBy());
+      }
     }
     if (guard.renewing() != 0) {
       history.violations.add(guard.renewing() + " claims still renewed after every handler ended");
