@@ -99,10 +99,18 @@ final class ExactlyOnceSchedule {
       }
     }
     drawFaults();
-    long horizon = clock.nanos() + Duration.ofMillis(ARRIVALS_MS + 3_000).toNanos();
-    watchClaims(horizon);
-    if (!clock.drain(horizon + Duration.ofSeconds(2).toNanos())) {
+    long horizon = clock.nanos() + Duration.ofMillis(ARRIVALS_MS + 5_000).toNanos();
+    watchClaims();
+    if (!clock.drain(horizon)) {
       history.violations.add("timers still armed after every handler ended");
+    }
+    // everything has ended: one lease (and a tick) later no claim may still block its key
+    clock.runUntil(clock.nanos() + Duration.ofMillis(LEASE_MS + 10).toNanos());
+    for (String key : List.copyOf(store.data.keySet())) {
+      ClaimModel.Record r = store.record(key);
+      if (r != null && r.state.equals("busy") && r.untilMs > clock.millis()) {
+        history.violations.add("a claim still blocks its key a lease after every holder ended");
+      }
     }
     for (Exec x : history.execs) {
       if (x.execution.run().phase() != ClaimLifecycle.Phase.ENDED) {
@@ -153,8 +161,11 @@ final class ExactlyOnceSchedule {
     }
   }
 
-  /** Every 5 ms: a busy, unexpired claim whose holder ended more than one lease ago is stuck. */
-  private void watchClaims(long untilNanos) {
+  /**
+   * Every 5 ms while anything else is scheduled: a busy, unexpired claim whose holder ended more
+   * than one lease ago is stuck.
+   */
+  private void watchClaims() {
     clock.afterMillis(5, () -> {
       long nowMs = clock.millis();
       for (String key : List.copyOf(store.data.keySet())) {
@@ -168,8 +179,8 @@ final class ExactlyOnceSchedule {
           r.untilMs = nowMs; // reported once
         }
       }
-      if (clock.nanos() < untilNanos) {
-        watchClaims(untilNanos);
+      if (clock.pending() > 0) {
+        watchClaims();
       }
     });
   }

@@ -62,6 +62,12 @@ final class FakeClock implements RetryScheduler {
     now = Math.max(now, target);
   }
 
+  /** Tasks scheduled and not called off. */
+  int pending() {
+    tasks.removeIf(t -> t.cancelled);
+    return tasks.size();
+  }
+
   /** Runs until no task is left (at most until {@code limit}); false when tasks were left at the limit. */
   boolean drain(long limit) {
     runUntil(limit);
