@@ -1,5 +1,6 @@
 package io.retrybudget.server;
 
+import io.retrybudget.retry.RetryScheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,9 +9,8 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
-import io.retrybudget.retry.RetryScheduler;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * The Idempotency-Key protocol, framework-free (draft-ietf-httpapi-idempotency-key-header-07):
