@@ -138,8 +138,12 @@ class ExactlyOnceCheckerTest {
     ClaimLifecycle.Ending ending = a.execution.run().ending();
     boolean saidSo = a.execution.run().lost() || ending == ClaimLifecycle.Ending.LOST
         || ending == ClaimLifecycle.Ending.WRITE_FAILED;
-    boolean dataLost = h.dataLossAtMs.stream().anyMatch(t -> t >= a.startMs);
-    boolean precondition = h.outage || dataLost || a.durationMs >= ExactlyOnceSchedule.MAX_HOLD.toMillis();
+    // a broken precondition counts only between A's claim and B's: Redis's data lost, or Redis out
+    // of reach (for its renewals or its write), or A running past maxHold
+    boolean dataLost = h.dataLossAtMs.stream().anyMatch(t -> t >= a.startMs - 5 && t <= b.startMs);
+    long lease = ExactlyOnceSchedule.LEASE_MS;
+    boolean unreachable = h.outages.stream().anyMatch(o -> o[1] >= a.startMs - lease && o[0] <= b.startMs);
+    boolean precondition = unreachable || dataLost || a.durationMs >= ExactlyOnceSchedule.MAX_HOLD.toMillis();
     if (a.endMs < 0 || b.startMs < a.endMs) {
       return saidSo && precondition ? "" : "two executions at once (" + a.behaviour + " from " + a.startMs + " to "
           + a.endMs + " ms, ended " + ending + ", lost " + a.execution.run().lost() + "; another from " + b.startMs + " ms)";

@@ -64,6 +64,7 @@ final class ExactlyOnceSchedule {
     final List<String> violations = new ArrayList<>();
     final List<Long> dataLossAtMs = new ArrayList<>();
     boolean outage; // paused, killed or replies slower than the store timeout at some point
+    final List<long[]> outages = new ArrayList<>(); // [from, to] ms: paused, down, or replies slower than the store timeout
     boolean storeAll;
     long ledgerRefused;
     Map<String, List<StoredResponse>> stored;
@@ -145,16 +146,19 @@ final class ExactlyOnceSchedule {
           long span = 20 + rnd.nextInt(300);
           clock.afterMillis(at, () -> { history.outage = true; store.maxLatencyMs(40); });
           clock.afterMillis(at + span, () -> store.maxLatencyMs(2));
+          history.outages.add(new long[] {at, at + span + 40});
         }
         case 1 -> { // SIGSTOP / SIGCONT
           long span = 10 + rnd.nextInt(400);
           clock.afterMillis(at, () -> { history.outage = true; store.pause(); });
           clock.afterMillis(at + span, store::resume);
+          history.outages.add(new long[] {at, at + span});
         }
         case 2 -> { // kill -9 and a restart without persistence
           long span = rnd.nextInt(50);
           clock.afterMillis(at, () -> { history.outage = true; history.dataLossAtMs.add(now()); store.kill(); });
           clock.afterMillis(at + span, store::start);
+          history.outages.add(new long[] {at, at + span});
         }
         default -> clock.afterMillis(at, () -> { history.dataLossAtMs.add(now()); store.flushAll(); });
       }
