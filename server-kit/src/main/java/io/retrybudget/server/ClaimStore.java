@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Keys: {@code rb:idem:v1:{<hash>}} and {@code rb:tie:v1:{<hash>}} — a layout version, and the
  * hash (SHA-256 of the scope, 128 bits in hex) as the Cluster hash tag; one key per record.
  */
-public final class ClaimStore {
+public final class ClaimStore implements ClaimBackend {
   static final LuaScript CLAIM = LuaScript.load("idempotency-claim.lua");
   static final LuaScript COMPLETE = LuaScript.load("idempotency-complete.lua");
   static final LuaScript RELEASE = LuaScript.load("idempotency-release.lua");
@@ -52,6 +52,7 @@ public final class ClaimStore {
     return TIE_PREFIX + "{" + Fingerprint.hash(tieId).substring(0, 32) + "}";
   }
 
+  @Override
   public Duration timeout() {
     return timeout;
   }
@@ -63,6 +64,7 @@ public final class ClaimStore {
    * this claim request, sent right after on the same connection so that Redis runs it after the
    * claim), instead of leaving the key {@code busy} for a whole lease.
    */
+  @Override
   public CompletableFuture<Claim> claim(String key, String fingerprint, Duration lease) {
     return claim(key, fingerprint, lease, true);
   }
@@ -139,6 +141,7 @@ public final class ClaimStore {
   }
 
   /** Stores {@code response} under the claim: true when stored, false when fenced off. */
+  @Override
   public CompletableFuture<Boolean> complete(Claim.Claimed claim, StoredResponse response, Duration ttl) {
     return run(COMPLETE, claim.key(), Long.toString(claim.fence()), Integer.toString(response.status()),
         response.encodedHeaders(), response.encodedBody(), Long.toString(Math.max(1, ttl.toMillis())))
@@ -146,11 +149,13 @@ public final class ClaimStore {
   }
 
   /** Gives the claim up: true when released, false when it was no longer this holder's. */
+  @Override
   public CompletableFuture<Boolean> release(Claim.Claimed claim) {
     return run(RELEASE, claim.key(), Long.toString(claim.fence())).thenApply(reply -> "released".equals(reply.get(0)));
   }
 
   /** Extends a running claim's lease to {@code lease} from now: true when renewed, false when fenced off. */
+  @Override
   public CompletableFuture<Boolean> renew(Claim.Claimed claim, Duration lease) {
     return run(RENEW, claim.key(), Long.toString(claim.fence()), Long.toString(Math.max(1, lease.toMillis())))
         .thenApply(reply -> "renewed".equals(reply.get(0)));

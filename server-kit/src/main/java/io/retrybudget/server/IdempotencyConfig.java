@@ -27,6 +27,7 @@ public final class IdempotencyConfig {
   private final Duration inProgressRetryAfter;
   private final boolean failOpen;
   private final Duration unavailableRetryAfter;
+  private final Duration maxHold;
 
   private IdempotencyConfig(Builder b) {
     this.keyHeader = b.keyHeader;
@@ -45,6 +46,13 @@ public final class IdempotencyConfig {
     this.inProgressRetryAfter = b.inProgressRetryAfter;
     this.failOpen = b.failOpen;
     this.unavailableRetryAfter = b.unavailableRetryAfter;
+    this.maxHold = b.maxHold != null ? b.maxHold : defaultMaxHold(handlerTimeout);
+  }
+
+  /** Ten handler timeouts, at most the claim script's longest lease (24 h), at least one lease. */
+  static Duration defaultMaxHold(Duration handlerTimeout) {
+    Duration ten = handlerTimeout.multipliedBy(10);
+    return ten.compareTo(Builder.MAX_LEASE) > 0 ? Builder.MAX_LEASE : ten;
   }
 
   public static Builder builder() {
@@ -128,6 +136,17 @@ public final class IdempotencyConfig {
     return unavailableRetryAfter;
   }
 
+  /**
+   * How long a claim is kept by renewing its lease while its handler still runs, counted from the
+   * claim (default ten handler timeouts, at most 24 h). Past {@link #handlerTimeout()} the client is
+   * answered 503 but the claim is kept: duplicates get 409 and the late answer is stored. Past this,
+   * renewals stop and the claim lapses one lease later; a handler still running then is no longer
+   * protected from a duplicate (exactly once assumes handlers end within {@code maxHold}).
+   */
+  public Duration maxHold() {
+    return maxHold;
+  }
+
   public static final class Builder {
     private String keyHeader = "Idempotency-Key";
     private java.util.Set<String> methods = java.util.Set.of("POST", "PATCH");
@@ -145,6 +164,7 @@ public final class IdempotencyConfig {
     private Duration inProgressRetryAfter = Duration.ofSeconds(1);
     private boolean failOpen = false;
     private Duration unavailableRetryAfter = Duration.ofSeconds(1);
+    private Duration maxHold; // null: ten handler timeouts
 
     private Builder() {}
 
@@ -284,6 +304,12 @@ public final class IdempotencyConfig {
       return this;
     }
 
+    /** See {@link IdempotencyConfig#maxHold()}; at least {@code handlerTimeout}, at most 24 h. */
+    public Builder maxHold(Duration hold) {
+      this.maxHold = positive(hold, "maxHold");
+      return this;
+    }
+
     /** The longest lease the claim script accepts (lua/idempotency-claim.lua: lease_ms <= 86400000). */
     static final Duration MAX_LEASE = Duration.ofHours(24);
 
@@ -291,6 +317,10 @@ public final class IdempotencyConfig {
       if (handlerTimeout.plus(leaseMargin).compareTo(MAX_LEASE) > 0) {
         throw new IllegalArgumentException("handlerTimeout + leaseMargin must be at most " + MAX_LEASE
             + " (the claim script's lease limit), was handlerTimeout " + handlerTimeout + " + leaseMargin " + leaseMargin);
+      }
+      if (maxHold != null && (maxHold.compareTo(handlerTimeout) < 0 || maxHold.compareTo(MAX_LEASE) > 0)) {
+        throw new IllegalArgumentException("maxHold must be in [handlerTimeout " + handlerTimeout + ", " + MAX_LEASE
+            + "], was " + maxHold);
       }
       return new IdempotencyConfig(this);
     }

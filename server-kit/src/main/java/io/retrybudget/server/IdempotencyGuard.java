@@ -1,5 +1,6 @@
 package io.retrybudget.server;
 
+import io.retrybudget.retry.RetryScheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,15 +10,16 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
  * The Idempotency-Key protocol, framework-free (draft-ietf-httpapi-idempotency-key-header-07):
  * {@link #begin} decides whether a request executes or is answered at once (replay, 400, 409, 422,
- * 503); after executing, {@link #finish} stores the answer (or releases the claim, as the {@link
- * OutcomePolicy} says) and {@link #abandon} releases it when the handler threw. The adapters
- * ({@code server.vertx}, {@code server.servlet}) call these three. Nothing here blocks: every step
- * is a future that ends within the store's timeout (waits for an in-progress duplicate within
- * {@link IdempotencyConfig#waitForInProgress()}).
+ * 503). An execution holds a claim whose lifecycle ({@link ClaimLifecycle}: lease renewals, the
+ * handler's deadline, storing or releasing) runs here: an adapter either hands the handler's future
+ * to {@link #handle} (Vert.x) or reports its end with {@link #finish}, {@link #failed} or {@link
+ * #abandon} (servlet). Nothing here blocks: every step is a future that ends within the store's
+ * timeout (waits for an in-progress duplicate within {@link IdempotencyConfig#waitForInProgress()}).
  */
 public final class IdempotencyGuard implements AutoCloseable {
   public static final String REPLAYED_HEADER = "Idempotent-Replayed";
@@ -26,62 +28,62 @@ public final class IdempotencyGuard implements AutoCloseable {
   /** What {@link #begin} decided. */
   public sealed interface Begin {}
 
-  /** Run the handler, then call {@link #finish} or {@link #abandon} with this execution. */
+  /** Run the handler, then call {@link #handle}, or {@link #finish}, {@link #failed} or {@link #abandon}. */
   public record Execute(Execution execution) implements Begin {}
 
   /** Do not run the handler: send this answer. */
   public record Answer(StoredResponse response) implements Begin {}
 
+  /** What to send the client of an execution: a response, or (exactly one of them) a failure to report. */
+  public record Reply(StoredResponse response, Throwable failure) {}
+
   /** One execution of a handler; {@link #guarded()} is false when it runs without a claim. */
   public static final class Execution {
-    private final Claim.Claimed claim;
-    private final String route;
-    private final java.util.concurrent.atomic.AtomicReference<java.util.concurrent.ScheduledFuture<?>> renewal =
-        new java.util.concurrent.atomic.AtomicReference<>();
-    private final java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
+    private final ClaimRun run;
+    private final IdempotencyContext context;
 
-    private Execution(Claim.Claimed claim, String route) {
-      this.claim = claim;
-      this.route = route;
+    private Execution(ClaimRun run) {
+      this.run = run;
+      this.context = run == null ? IdempotencyContext.UNGUARDED : new IdempotencyContext(run);
     }
 
-    /** Stops renewing the lease (idempotent); true the first time. */
-    boolean end() {
-      if (!ended.compareAndSet(false, true)) {
-        return false;
-      }
-      var r = renewal.getAndSet(null);
-      if (r != null) {
-        r.cancel(false);
-      }
-      return true;
-    }
-
-    /** True while the lease is renewed (from {@link #begin} to finish, abandon, timedOut or close). */
+    /** True while the lease is renewed (from {@link #begin} until the handler's end, at most maxHold). */
     public boolean renewing() {
-      return !ended.get() && renewal.get() != null;
+      return run != null && run.renewing();
     }
 
     public boolean guarded() {
-      return claim != null;
+      return run != null;
     }
 
     /** The claim, or null when unguarded. */
     public Claim.Claimed claim() {
-      return claim;
+      return run == null ? null : run.claim();
+    }
+
+    /** What the handler may know and say of this execution (its fencing token). */
+    public IdempotencyContext context() {
+      return context;
+    }
+
+    ClaimRun run() {
+      return run;
     }
   }
 
   /** Counters since start (monotonic). */
   public record Stats(long executed, long replayed, long inProgress, long mismatched, long missingKey,
-      long unavailable, long unguarded, long fencedWrites, long released) {}
+      long unavailable, long unguarded, long fencedWrites, long released, long claimsLost) {}
 
-  private final ClaimStore store;
+  private final ClaimBackend store;
   private final IdempotencyConfig config;
-  private final ScheduledThreadPoolExecutor timer;
+  private final ScheduledThreadPoolExecutor timer; // null when the scheduler is the caller's
+  private final RetryScheduler scheduler;
+  private final LongSupplier nanoClock;
+  private volatile boolean closed;
   private final java.util.concurrent.ConcurrentHashMap<CompletableFuture<Begin>, RequestView> waiting =
       new java.util.concurrent.ConcurrentHashMap<>();
-  private final java.util.Set<Execution> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final java.util.Set<ClaimRun> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final LongAdder executed = new LongAdder();
   private final LongAdder replayed = new LongAdder();
   private final LongAdder inProgress = new LongAdder();
@@ -91,6 +93,7 @@ public final class IdempotencyGuard implements AutoCloseable {
   private final LongAdder unguarded = new LongAdder();
   private final LongAdder fencedWrites = new LongAdder();
   private final LongAdder released = new LongAdder();
+  private final LongAdder claimsLost = new LongAdder();
   private final ServerKitListener listener;
 
   private void emit(String route, ServerKitListener.IdempotencyOutcome outcome) {
@@ -99,22 +102,39 @@ public final class IdempotencyGuard implements AutoCloseable {
     }
   }
 
-  public IdempotencyGuard(ClaimStore store, IdempotencyConfig config) {
+  public IdempotencyGuard(ClaimBackend store, IdempotencyConfig config) {
     this(store, config, ServerKitListener.NONE);
   }
 
   /** With a listener for metrics ({@code MicrometerServerKitMetrics}). */
-  public IdempotencyGuard(ClaimStore store, IdempotencyConfig config, ServerKitListener listener) {
+  public IdempotencyGuard(ClaimBackend store, IdempotencyConfig config, ServerKitListener listener) {
+    this(store, config, listener, null, System::nanoTime);
+  }
+
+  /**
+   * With the timer and clock given (tests run it on fake time): {@code scheduler} runs the polls of
+   * waiting duplicates, the lease renewals and the handlers' deadlines; {@code nanoClock} measures
+   * waits and how long a claim has been held. The caller owns {@code scheduler}.
+   */
+  public IdempotencyGuard(ClaimBackend store, IdempotencyConfig config, ServerKitListener listener,
+      RetryScheduler scheduler, LongSupplier nanoClock) {
     this.store = Objects.requireNonNull(store, "store must not be null");
     this.config = Objects.requireNonNull(config, "config must not be null");
     this.listener = Objects.requireNonNull(listener, "listener must not be null");
-    // one daemon thread for the polls of waiting duplicates and the lease renewals of running handlers
-    this.timer = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread t = new Thread(r, "idempotency-wait");
-      t.setDaemon(true);
-      return t;
-    });
-    timer.setRemoveOnCancelPolicy(true);
+    this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock must not be null");
+    if (scheduler != null) {
+      this.timer = null;
+      this.scheduler = scheduler;
+    } else {
+      // one daemon thread for the polls of waiting duplicates, the renewals and the deadlines
+      this.timer = new ScheduledThreadPoolExecutor(1, r -> {
+        Thread t = new Thread(r, "idempotency-wait");
+        t.setDaemon(true);
+        return t;
+      });
+      timer.setRemoveOnCancelPolicy(true);
+      this.scheduler = RetryScheduler.of(timer);
+    }
   }
 
   public IdempotencyConfig config() {
@@ -123,13 +143,13 @@ public final class IdempotencyGuard implements AutoCloseable {
 
   public Stats stats() {
     return new Stats(executed.sum(), replayed.sum(), inProgress.sum(), mismatched.sum(), missingKey.sum(),
-        unavailable.sum(), unguarded.sum(), fencedWrites.sum(), released.sum());
+        unavailable.sum(), unguarded.sum(), fencedWrites.sum(), released.sum(), claimsLost.sum());
   }
 
   /** Decides what to do with a request. Never fails: Redis trouble becomes 503 or an unguarded run. */
   public CompletableFuture<Begin> begin(RequestView request) {
     if (!config.methods().contains(request.method().toUpperCase(Locale.ROOT))) {
-      return CompletableFuture.completedFuture(new Execute(new Execution(null, request.route()))); // not a guarded method
+      return CompletableFuture.completedFuture(new Execute(new Execution(null))); // not a guarded method
     }
     String raw = request.header(config.keyHeader());
     if (raw == null) {
@@ -141,7 +161,7 @@ public final class IdempotencyGuard implements AutoCloseable {
       }
       unguarded.increment();
       emit(request.route(), ServerKitListener.IdempotencyOutcome.NO_KEY);
-      return CompletableFuture.completedFuture(new Execute(new Execution(null, request.route())));
+      return CompletableFuture.completedFuture(new Execute(new Execution(null)));
     }
     if (request.headerLines(config.keyHeader()) > 1) {
       // several field lines combine to "a, b" (RFC 9110), which is no sf-string: which key is meant is unknown
@@ -167,7 +187,7 @@ public final class IdempotencyGuard implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     CompletableFuture<Begin> result = new CompletableFuture<>();
-    long waitUntil = System.nanoTime() + config.waitForInProgress().toNanos();
+    long waitUntil = nanoClock.getAsLong() + config.waitForInProgress().toNanos();
     attempt(request, recordKey, fingerprint, waitUntil, 5, result);
     return result;
   }
@@ -180,9 +200,7 @@ public final class IdempotencyGuard implements AutoCloseable {
       } else if (claim instanceof Claim.Claimed c) {
         executed.increment();
         emit(request.route(), ServerKitListener.IdempotencyOutcome.CLAIMED);
-        Execution execution = new Execution(c, request.route());
-        renewWhileRunning(execution);
-        result.complete(new Execute(execution));
+        result.complete(new Execute(new Execution(started(c, request.route()))));
       } else if (claim instanceof Claim.Done d) {
         replayed.increment();
         emit(request.route(), ServerKitListener.IdempotencyOutcome.REPLAYED);
@@ -193,7 +211,7 @@ public final class IdempotencyGuard implements AutoCloseable {
         result.complete(new Answer(Problems.of(422, "idempotency-key-reused", "Idempotency-Key reused",
             "this key was used with another request (method, target, body or headers differ)")));
       } else if (claim instanceof Claim.Busy b) {
-        long leftNanos = waitUntil - System.nanoTime();
+        long leftNanos = waitUntil - nanoClock.getAsLong();
         if (leftNanos <= 0) {
           inProgress.increment();
           emit(request.route(), ServerKitListener.IdempotencyOutcome.CONFLICT);
@@ -208,11 +226,14 @@ public final class IdempotencyGuard implements AutoCloseable {
         long delay = Math.min(TimeUnit.MILLISECONDS.toNanos(pollMillis), leftNanos);
         waiting.put(result, request);
         try {
-          timer.schedule(() -> {
+          if (closed) {
+            throw new IllegalStateException("closed");
+          }
+          scheduler.schedule(() -> {
             if (waiting.remove(result) != null) {
               attempt(request, recordKey, fingerprint, waitUntil, Math.min(pollMillis * 2, 200), result);
             }
-          }, delay, TimeUnit.NANOSECONDS);
+          }, delay);
         } catch (RuntimeException closed) {
           waiting.remove(result);
           result.complete(unavailable(request));
@@ -221,51 +242,36 @@ public final class IdempotencyGuard implements AutoCloseable {
     });
   }
 
-  /**
-   * Renews the claim every third of the lease (fenced: only while it is still this holder's
-   * {@code busy} record) until {@link #finish}, {@link #abandon}, {@link #timedOut} or {@link
-   * #close}: a holder that still runs is never joined by a duplicate, and one that crashed stops
-   * renewing and lapses within one lease. A renewal Redis refuses or misses is tried again at the
-   * next period; a fenced one (the record was taken over or is gone) stops the renewals.
-   */
-  private void renewWhileRunning(Execution execution) {
-    Duration lease = config.lease();
-    long period = Math.max(1, lease.toMillis() / 3);
-    running.add(execution);
-    try {
-      execution.renewal.set(timer.scheduleWithFixedDelay(() -> store.renew(execution.claim(), lease)
-          .whenComplete((renewed, error) -> {
-            if (error == null && !renewed) {
-                  stopRenewing(execution);
-            }
-          }), period, period, TimeUnit.MILLISECONDS));
-    } catch (RuntimeException closed) {
-      running.remove(execution); // the guard is closed: the claim holds for its lease only
+  /** Starts the lifecycle of a claim just made: its lease is renewed from now on. */
+  private ClaimRun started(Claim.Claimed claim, String route) {
+    ClaimRun run = new ClaimRun(claim, store, config, scheduler, nanoClock, this::storable,
+        outcome -> ended(route, outcome), running::remove);
+    running.add(run);
+    if (closed) {
+      run.fire(new ClaimLifecycle.Closed()); // the claim holds for its lease only
+    } else {
+      run.start();
     }
-    // (the caller gets the Execution only after this, so it cannot have ended yet)
+    return run;
   }
 
-  /**
-   * The handler outran its deadline ({@link IdempotencyConfig#handlerTimeout()}) and its answer
-   * was given up: stops renewing without releasing, so the claim holds until its lease ends (the
-   * handler may still be working). A later {@link #finish} still stores the answer if nobody took
-   * the record over, and a later {@link #abandon} still releases it.
-   */
-  public void timedOut(Execution execution) {
-    if (execution.guarded()) {
-      execution.end();
-      running.remove(execution);
+  private void ended(String route, ServerKitListener.IdempotencyOutcome outcome) {
+    switch (outcome) {
+      case FENCED -> fencedWrites.increment();
+      case RELEASED -> released.increment();
+      case CLAIM_LOST -> claimsLost.increment();
+      default -> { }
     }
+    emit(route, outcome);
   }
 
   /** Executions whose lease is being renewed now. */
   public int renewing() {
-    return running.size();
-  }
-
-  private void stopRenewing(Execution execution) {
-    execution.end();
-    running.remove(execution);
+    int n = 0;
+    for (ClaimRun r : running) {
+      n += r.renewing() ? 1 : 0;
+    }
+    return n;
   }
 
   private Begin unavailable(RequestView request) {
@@ -275,12 +281,41 @@ public final class IdempotencyGuard implements AutoCloseable {
     if (config.failOpen()) {
       unguarded.increment();
       emit(request.route(), ServerKitListener.IdempotencyOutcome.STORE_ERROR_FAIL_OPEN);
-      return new Execute(new Execution(null, request.route()));
+      return new Execute(new Execution(null));
     }
     emit(request.route(), ServerKitListener.IdempotencyOutcome.STORE_ERROR_FAIL_CLOSED);
     return new Answer(Problems.withPushback(Problems.of(503, "idempotency-store-unavailable",
         "Idempotency store unavailable", "the request cannot be deduplicated now; retry later with the same key"),
         config.unavailableRetryAfter()));
+  }
+
+  /**
+   * Runs an execution to its end (the Vert.x adapter): the handler's {@code answer} is stored or the
+   * claim released as the lifecycle says ({@link ClaimLifecycle}), and the reply ends with what to
+   * send the client — the answer once Redis has it, the stored {@code handler-failed} 500 under
+   * STORE_ALL, the failure to report when the claim was released, or the 503
+   * {@code handler-timeout} at {@link IdempotencyConfig#handlerTimeout()} if the handler is late
+   * (its claim is kept, renewed, and its late answer stored). Never fails.
+   */
+  public CompletableFuture<Reply> handle(Execution execution, java.util.concurrent.CompletionStage<StoredResponse> answer) {
+    if (!execution.guarded()) {
+      return answer.toCompletableFuture().handle((a, error) -> error != null ? new Reply(null, unwrap(error))
+          : a == null ? new Reply(null, new NullPointerException("the handler answered null")) : new Reply(a, null));
+    }
+    ClaimRun run = execution.run();
+    run.armDeadline(config.handlerTimeout());
+    answer.whenComplete((a, error) -> {
+      if (error != null || a == null) {
+        run.fire(new ClaimLifecycle.HandlerFailed(error != null ? unwrap(error) : new NullPointerException("the handler answered null")));
+      } else {
+        run.answered(a);
+      }
+    });
+    return run.reply;
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    return t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
   }
 
   /**
@@ -292,39 +327,32 @@ public final class IdempotencyGuard implements AutoCloseable {
     if (!execution.guarded()) {
       return CompletableFuture.completedFuture(null);
     }
-    stopRenewing(execution);
-    if (!config.outcomes().store(answer.status())) {
-      return abandon(execution);
-    }
-    return store.complete(execution.claim(), storable(answer), config.resultTtl())
-        .handle((stored, error) -> {
-          if (error != null) {
-            emit(execution.route, ServerKitListener.IdempotencyOutcome.STORE_ERROR_WRITE);
-          } else if (!stored) {
-            fencedWrites.increment();
-            emit(execution.route, ServerKitListener.IdempotencyOutcome.FENCED);
-          } else {
-            emit(execution.route, ServerKitListener.IdempotencyOutcome.STORED);
-          }
-          return null;
-        });
+    execution.run().answered(answer);
+    return execution.run().written;
   }
 
-  /** The handler failed without an answer: releases the claim so a duplicate executes. */
+  /**
+   * The handler failed without an answer (it threw) after it started executing: a 500, stored as
+   * {@code handler-failed} when the outcome policy stores 500 (STORE_ALL; the future then ends with
+   * that answer, to be sent), else the claim is released (the future ends with null: report the
+   * failure as usual). Never fails.
+   */
+  public CompletableFuture<StoredResponse> failed(Execution execution, Throwable failure) {
+    if (!execution.guarded()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    ClaimRun run = execution.run();
+    run.fire(new ClaimLifecycle.HandlerFailed(failure));
+    return run.written.thenCompose(x -> run.reply).thenApply(Reply::response);
+  }
+
+  /** The handler did not run (or gave no answer and must not be replayed): releases the claim. */
   public CompletableFuture<Void> abandon(Execution execution) {
     if (!execution.guarded()) {
       return CompletableFuture.completedFuture(null);
     }
-    stopRenewing(execution);
-    return store.release(execution.claim()).handle((done, error) -> {
-      if (error != null) {
-        emit(execution.route, ServerKitListener.IdempotencyOutcome.STORE_ERROR_WRITE);
-      } else if (done) {
-        released.increment();
-        emit(execution.route, ServerKitListener.IdempotencyOutcome.RELEASED);
-      }
-      return null;
-    });
+    execution.run().fire(new ClaimLifecycle.Abandoned());
+    return execution.run().written;
   }
 
   /** The part of an answer that is kept: the chosen headers, the body if it fits. */
@@ -344,12 +372,19 @@ public final class IdempotencyGuard implements AutoCloseable {
     return new StoredResponse(answer.status(), kept, answer.body());
   }
 
-  /** Stops the wait timer; waiting duplicates are answered 503 (or run, where that is allowed). */
+  /**
+   * Stops the timer: waiting duplicates are answered 503 (or run, where that is allowed); running
+   * executions stop renewing (their claims hold for one lease from the last renewal) and still
+   * store their answers when they end.
+   */
   @Override
   public void close() {
-    timer.shutdownNow();
-    for (Execution e : running) {
-      stopRenewing(e); // their claims hold for one lease from the last renewal
+    closed = true;
+    if (timer != null) {
+      timer.shutdownNow();
+    }
+    for (ClaimRun r : running) {
+      r.fire(new ClaimLifecycle.Closed());
     }
     for (var w : waiting.entrySet()) {
       if (waiting.remove(w.getKey()) != null) {

@@ -47,7 +47,13 @@ public interface ServerKitListener {
     /** The answer's write was refused: the claim had been taken over (fenced). */
     FENCED,
     /** The claim was released (an outcome the policy does not store, or the handler failed). */
-    RELEASED;
+    RELEASED,
+    /**
+     * A renewal found the claim gone or another holder's while its handler still ran (Redis lost
+     * the record, or the lease lapsed while Redis was out of reach): a duplicate may have executed
+     * meanwhile, and this handler's answer will not be stored.
+     */
+    CLAIM_LOST;
 
     /** Lower-case name for metric tags. */
     public String tag() {

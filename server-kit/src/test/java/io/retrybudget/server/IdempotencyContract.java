@@ -35,11 +35,16 @@ abstract class IdempotencyContract {
   protected RedisBudgetStore connection;
   protected IdempotencyGuard payments;
   protected IdempotencyGuard waiting;
+  /** POST /stored/payments: {@link OutcomePolicy#STORE_ALL}, handlerTimeout 300 ms, lease 1.2 s. */
+  protected IdempotencyGuard storeAll;
   protected HttpTestClient http;
 
   protected abstract RedisExtension redis();
 
-  /** Starts the server: POST /payments on {@code payments}, POST /waiting/payments on {@code waiting}. */
+  /**
+   * Starts the server: POST /payments on {@code payments}, POST /waiting/payments on {@code waiting},
+   * POST /stored/payments on {@link #storeAll}.
+   */
   protected abstract int startServer(IdempotencyGuard payments, IdempotencyGuard waiting, TestPayments app) throws Exception;
 
   protected abstract void stopServer() throws Exception;
@@ -50,6 +55,9 @@ abstract class IdempotencyContract {
     ClaimStore store = new ClaimStore(connection, Duration.ofSeconds(2));
     IdempotencyConfig.Builder config = IdempotencyConfig.builder().callerIdentity(r -> r.header("X-Caller"));
     payments = new IdempotencyGuard(store, config.build());
+    // a short deadline (lease 1.2 s, renewed every 400 ms): handlers that outlive it
+    storeAll = new IdempotencyGuard(store, IdempotencyConfig.builder().callerIdentity(r -> r.header("X-Caller"))
+        .outcomes(OutcomePolicy.STORE_ALL).handlerTimeout(Duration.ofMillis(300)).leaseMargin(Duration.ofMillis(900)).build());
     waiting = new IdempotencyGuard(store, config.waitForInProgress(Duration.ofSeconds(10)).build());
     port = startServer(payments, waiting, app);
     http = new HttpTestClient(port);
@@ -60,6 +68,7 @@ abstract class IdempotencyContract {
     stopServer();
     payments.close();
     waiting.close();
+    storeAll.close();
     connection.close();
   }
 
@@ -175,23 +184,103 @@ abstract class IdempotencyContract {
   }
 
   @Test
-  void a5xxReleasesTheClaimAndA4xxIsStored() {
+  void a5xxReleasesTheClaimAValidation4xxIsNotStoredAndOther4xxAre() {
     String key = newKey();
     assertEquals(503, http.post("/payments", key, "{\"status\":503}").statusCode());
     assertEquals(503, http.post("/payments", key, "{\"status\":503}").statusCode());
     assertEquals(2, app.executions(key), "a 5xx is not replayed: the retry executes");
 
-    String k4 = newKey();
-    HttpResponse<String> bad = http.post("/payments", k4, "{\"status\":400}");
-    HttpResponse<String> again = http.post("/payments", k4, "{\"status\":400}");
-    assertEquals(400, again.statusCode());
-    assertEquals(bad.body(), again.body());
-    assertEquals(1, app.executions(k4), "a 4xx answer is the request's answer: replayed");
+    // a 400 or 422 refuses the request before executing (Stripe saves no result for it): the
+    // corrected request with the same key executes instead of getting 422 for 24 h
+    String k400 = newKey();
+    assertEquals(400, http.post("/payments", k400, "{\"status\":400}").statusCode());
+    HttpResponse<String> corrected = http.post("/payments", k400, "{\"amount\":3}");
+    assertEquals(201, corrected.statusCode(), corrected.body());
+    assertEquals(2, app.executions(k400));
+    String k422 = newKey();
+    assertEquals(422, http.post("/payments", k422, "{\"status\":422}").statusCode());
+    assertEquals(201, http.post("/payments", k422, "{\"amount\":3}").statusCode());
+
+    String k403 = newKey();
+    HttpResponse<String> forbidden = http.post("/payments", k403, "{\"status\":403}");
+    HttpResponse<String> again = http.post("/payments", k403, "{\"status\":403}");
+    assertEquals(403, again.statusCode());
+    assertEquals(forbidden.body(), again.body());
+    assertEquals(1, app.executions(k403), "a final 4xx answer is the request's answer: replayed");
 
     String k429 = newKey();
     http.post("/payments", k429, "{\"status\":429}");
     http.post("/payments", k429, "{\"status\":429}");
     assertEquals(2, app.executions(k429), "429 means not now: released");
+  }
+
+  @Test
+  void storeAllReplaysAHandlerThatFailedAfterItsSideEffectAndNeverRunsItAgain() {
+    String key = newKey();
+    HttpResponse<String> first = http.post("/stored/payments", key, "{\"fail\":true}");
+    assertEquals(500, first.statusCode());
+    assertTrue(first.body().contains("urn:retrybudget:problem:handler-failed"), first.body());
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> retry = http.post("/stored/payments", key, "{\"fail\":true}");
+      assertEquals(500, retry.statusCode());
+      assertEquals(first.body(), retry.body());
+      assertEquals("true", retry.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null));
+    }
+    assertEquals(1, app.executions(key), "a failure after the side effect is replayed, not re-run");
+
+    String k500 = newKey();
+    HttpResponse<String> five = http.post("/stored/payments", k500, "{\"status\":500}");
+    assertEquals(five.body(), http.post("/stored/payments", k500, "{\"status\":500}").body());
+    assertEquals(1, app.executions(k500), "a 5xx answer is stored too");
+  }
+
+  @Test
+  void aHandlerThatRejectsBeforeExecutingIsNotStoredEvenUnderStoreAll() {
+    String key = newKey();
+    HttpResponse<String> refused = http.post("/stored/payments", key, "{\"invalid\":true}");
+    assertEquals(400, refused.statusCode());
+    HttpResponse<String> corrected = http.post("/stored/payments", key, "{\"amount\":4}");
+    assertEquals(201, corrected.statusCode(), corrected.body());
+    assertEquals(1, app.executions(key));
+    assertEquals(corrected.body(), http.post("/stored/payments", key, "{\"amount\":4}").body());
+  }
+
+  @Test
+  void aHandlerThatOutlivesItsDeadlineAndItsLeaseKeepsItsClaimAndItsAnswerIsReplayed() throws Exception {
+    String key = newKey();
+    String record = ClaimStore.idempotencyKey("", "POST", "/stored/payments", key);
+    CompletableFuture<HttpResponse<String>> first =
+        CompletableFuture.supplyAsync(() -> http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}"));
+    Eventually.await("the first claimed its key", Duration.ofSeconds(10),
+        () -> "busy".equals(String.valueOf(redis().server().call("HGET", record, "state"))));
+    long leaseEnd = Long.parseLong(String.valueOf(redis().server().call("HGET", record, "until")));
+    Eventually.await("Redis time passes two leases", Duration.ofSeconds(10), () -> redisMillis() > leaseEnd + 1_300);
+    HttpResponse<String> duplicate = http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}");
+    assertEquals(409, duplicate.statusCode(), "the running holder keeps its key: " + duplicate.body());
+    app.release(key);
+    int firstStatus = first.get(20, java.util.concurrent.TimeUnit.SECONDS).statusCode();
+    assertTrue(firstStatus == 201 || firstStatus == 503, "201, or 503 handler-timeout where the adapter has a deadline");
+    Eventually.await("the answer is stored", Duration.ofSeconds(10),
+        () -> "done".equals(String.valueOf(redis().server().call("HGET", record, "state"))));
+    HttpResponse<String> replay = http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}");
+    assertEquals(201, replay.statusCode());
+    assertEquals("true", replay.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null));
+    assertEquals(1, app.executions(key), "executed once");
+  }
+
+  private long redisMillis() {
+    List<?> t = (List<?>) redis().server().call("TIME");
+    return Long.parseLong(String.valueOf(t.get(0))) * 1000 + Long.parseLong(String.valueOf(t.get(1))) / 1000;
+  }
+
+  @Test
+  void theHandlerGetsTheFencingTokenOfItsClaim() {
+    String key = newKey();
+    HttpResponse<String> r = http.post("/payments", key, "{\"amount\":8}");
+    String fence = r.headers().firstValue("X-Fence").orElse("none");
+    assertTrue(fence.matches("[0-9]+"), "a fencing token: " + fence);
+    String record = ClaimStore.idempotencyKey("", "POST", "/payments", key);
+    assertEquals(fence, String.valueOf(redis().server().call("HGET", record, "fence")), "the claim's own token");
   }
 
   @Test

@@ -62,7 +62,7 @@ class IdempotencyFaultTest {
       String key = ctx.request().getHeader("Idempotency-Key");
       if (ctx.request().getHeader("X-Hold") != null) {
         return io.vertx.core.Future.fromCompletionStage(app.hold(key), ctx.vertx().getOrCreateContext())
-            .map(x -> app.answer(key, ctx.body().asString()));
+            .map(x -> app.answer(key, ctx.body().asString(), io.retrybudget.server.vertx.VertxIdempotency.context(ctx)));
       }
       return VertxIdempotencyTest.handle(ctx, app);
     }));

@@ -130,30 +130,58 @@ class IdempotencyLeaseTest {
   }
 
   @Test
-  void aVertxHandlerPastItsDeadlineIsAnswered503AndItsClaimHeldUntilTheLeaseEnds() throws Exception {
+  void aVertxHandlerPastItsDeadlineKeepsItsClaimAndItsLateAnswerIsStoredAndReplayed() throws Exception {
     Vertx vertx = Vertx.vertx();
+    // lease 1 s, renewed every 333 ms: a renewal late by up to 600 ms (a loaded machine) still holds it
     IdempotencyGuard guard = new IdempotencyGuard(store,
-        IdempotencyConfig.builder().handlerTimeout(Duration.ofMillis(200)).leaseMargin(Duration.ofMillis(300)).build());
+        IdempotencyConfig.builder().handlerTimeout(Duration.ofMillis(300)).leaseMargin(Duration.ofMillis(700)).build());
     try {
-      Promise<StoredResponse> never = Promise.promise(); // a handler whose future does not complete in time
+      Promise<StoredResponse> slow = Promise.promise(); // a handler still working long past its deadline
+      java.util.concurrent.atomic.AtomicInteger executions = new java.util.concurrent.atomic.AtomicInteger();
       Router router = Router.router(vertx);
       router.route().handler(BodyHandler.create());
-      router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> never.future()));
+      router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> {
+        executions.incrementAndGet();
+        return slow.future();
+      }));
       int port = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort();
       HttpTestClient http = new HttpTestClient(port);
       String key = UUID.randomUUID().toString();
       HttpResponse<String> first = http.post("/payments", key, "{\"amount\": 1}");
       assertEquals(503, first.statusCode());
       assertTrue(first.body().contains("urn:retrybudget:problem:handler-timeout"), first.body());
-      assertEquals(0, guard.renewing(), "past its deadline the claim is not renewed (no timer leaks)");
-      assertEquals(409, http.post("/payments", key, "{\"amount\": 1}").statusCode(), "the claim is kept, not released");
-      // the late answer is still stored while nobody took the record over
-      vertx.runOnContext(v -> never.complete(CHARGED));
-      Eventually.await("the late answer is stored", Duration.ofSeconds(5),
-          () -> http.post("/payments", key, "{\"amount\": 1}").statusCode() == 201);
+      assertTrue(first.body().contains("still being processed"), "the 503 says the work goes on: " + first.body());
+      assertEquals(1, guard.renewing(), "past its deadline the claim is still renewed while the handler runs");
+      long firstLeaseEnd = leaseEnd(key);
+      Eventually.await("Redis time passes three leases", Duration.ofSeconds(10), () -> redisNowMillis() > firstLeaseEnd + 2_000);
+      assertEquals(409, http.post("/payments", key, "{\"amount\": 1}").statusCode(), "the claim is kept: no takeover");
+      assertEquals(1, executions.get(), "executed once");
+      vertx.runOnContext(v -> slow.complete(CHARGED)); // the late answer
+      Eventually.await("the late answer is stored", Duration.ofSeconds(10),
+          () -> "done".equals(redis.server().call("HGET", ClaimStore.idempotencyKey("", "POST", "/payments", key), "state")));
+      HttpResponse<String> replay = http.post("/payments", key, "{\"amount\": 1}");
+      assertEquals(201, replay.statusCode());
+      assertEquals("charged", replay.body());
+      assertEquals("true", replay.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null));
+      assertEquals(1, executions.get(), "never executed again");
+      assertEquals(0, guard.renewing(), "no renewal left once the answer is stored");
     } finally {
       guard.close();
       vertx.close().await();
+    }
+  }
+
+  @Test
+  void renewalsStopAtMaxHoldAndTheClaimLapsesOneLeaseLater() {
+    IdempotencyConfig config = IdempotencyConfig.builder().handlerTimeout(Duration.ofMillis(200)).leaseMargin(Duration.ZERO)
+        .maxHold(Duration.ofMillis(400)).build();
+    try (IdempotencyGuard guard = new IdempotencyGuard(store, config)) {
+      String key = UUID.randomUUID().toString();
+      IdempotencyGuard.Execute held = assertInstanceOf(IdempotencyGuard.Execute.class, guard.begin(post(key)).join());
+      Eventually.await("renewals stop at maxHold", Duration.ofSeconds(10), () -> guard.renewing() == 0);
+      Eventually.await("the claim lapses", Duration.ofSeconds(10),
+          () -> guard.begin(post(key)).join() instanceof IdempotencyGuard.Execute e && guard.abandon(e.execution()) != null);
+      assertTrue(held.execution().guarded());
     }
   }
 

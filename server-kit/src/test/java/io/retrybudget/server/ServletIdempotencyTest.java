@@ -43,7 +43,7 @@ class ServletIdempotencyTest extends IdempotencyContract {
       if (app.shouldHold(body)) {
         app.hold(key).join();
       }
-      StoredResponse answer = app.answer(key, body);
+      StoredResponse answer = app.answer(key, body, (IdempotencyContext) req.getAttribute(IdempotencyContext.ATTRIBUTE));
       res.setStatus(answer.status());
       for (StoredResponse.Header h : answer.headers()) {
         res.addHeader(h.name(), h.value());
@@ -63,6 +63,9 @@ class ServletIdempotencyTest extends IdempotencyContract {
     context.setContextPath("/");
     context.addServlet(new ServletHolder(new PaymentsServlet(app)), "/payments");
     context.addServlet(new ServletHolder(new PaymentsServlet(app)), "/waiting/payments");
+    context.addServlet(new ServletHolder(new PaymentsServlet(app)), "/stored/payments");
+    context.addFilter(new FilterHolder(new IdempotencyFilter(storeAll, 1024 * 1024)), "/stored/payments",
+        EnumSet.of(DispatcherType.REQUEST));
     context.addFilter(new FilterHolder(new IdempotencyFilter(payments, 1024 * 1024)), "/payments",
         EnumSet.of(DispatcherType.REQUEST));
     context.addFilter(new FilterHolder(new IdempotencyFilter(waiting, 1024 * 1024)), "/waiting/payments",

@@ -12,7 +12,8 @@ import java.util.regex.Pattern;
 
 /**
  * The handler behind both adapters' test servers. The request body steers it:
- * {@code {"amount": n, "status": s, "size": z, "hold": true, "fail": true}}.
+ * {@code {"amount": n, "status": s, "size": z, "hold": true, "fail": true, "invalid": true}}. Every
+ * answer carries the execution's fencing token in {@code X-Fence} (none when unguarded).
  */
 final class TestPayments {
   final Map<String, AtomicInteger> executions = new ConcurrentHashMap<>();
@@ -38,8 +39,16 @@ final class TestPayments {
     return body.contains("\"hold\":true");
   }
 
-  /** Executes: counts, then answers (or throws when the body says fail). */
-  StoredResponse answer(String key, String body) {
+  /**
+   * Executes: counts, then answers (or throws when the body says fail, after counting: a side
+   * effect then a failure). {@code "invalid":true} is refused with 400 before executing (not
+   * counted), said so through {@code context}.
+   */
+  StoredResponse answer(String key, String body, IdempotencyContext context) {
+    if (body.contains("\"invalid\":true")) {
+      context.rejectedBeforeExecuting();
+      return Problems.of(400, "invalid-amount", "Invalid amount", "amount is missing");
+    }
     executions.computeIfAbsent(String.valueOf(key), k -> new AtomicInteger()).incrementAndGet();
     total.incrementAndGet();
     if (body.contains("\"fail\":true")) {
@@ -52,7 +61,8 @@ final class TestPayments {
     return new StoredResponse(status, List.of(
         new StoredResponse.Header("Content-Type", "application/json"),
         new StoredResponse.Header("Location", "/payments/" + id),
-        new StoredResponse.Header("X-Not-Stored", "v")), json.getBytes(StandardCharsets.UTF_8));
+        new StoredResponse.Header("X-Not-Stored", "v"),
+        new StoredResponse.Header("X-Fence", context.fencingToken().isPresent() ? Long.toString(context.fencingToken().getAsLong()) : "none")), json.getBytes(StandardCharsets.UTF_8));
   }
 
   private static int number(String body, String field, int otherwise) {

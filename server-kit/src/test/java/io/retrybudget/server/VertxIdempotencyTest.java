@@ -43,6 +43,7 @@ class VertxIdempotencyTest extends IdempotencyContract {
     router.route().handler(BodyHandler.create().setBodyLimit(1024 * 1024));
     router.post("/payments").handler(VertxIdempotency.handler(payments, ctx -> handle(ctx, app)));
     router.post("/waiting/payments").handler(VertxIdempotency.handler(waiting, ctx -> handle(ctx, app)));
+    router.post("/stored/payments").handler(VertxIdempotency.handler(storeAll, ctx -> handle(ctx, app)));
     HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
     return server.actualPort();
   }
@@ -51,9 +52,9 @@ class VertxIdempotencyTest extends IdempotencyContract {
     String key = ctx.request().getHeader("Idempotency-Key");
     String body = ctx.body().asString();
     if (app.shouldHold(body)) {
-      return Future.fromCompletionStage(app.hold(key), ctx.vertx().getOrCreateContext()).map(x -> app.answer(key, body));
+      return Future.fromCompletionStage(app.hold(key), ctx.vertx().getOrCreateContext()).map(x -> app.answer(key, body, VertxIdempotency.context(ctx)));
     }
-    return Future.succeededFuture(app.answer(key, body));
+    return Future.succeededFuture(app.answer(key, body, VertxIdempotency.context(ctx)));
   }
 
   @Override

@@ -11,6 +11,7 @@ import io.retrybudget.server.CallerIdentity;
 import io.retrybudget.server.ClaimStore;
 import io.retrybudget.server.RedisRequirements;
 import io.retrybudget.server.IdempotencyConfig;
+import io.retrybudget.server.IdempotencyContext;
 import io.retrybudget.server.IdempotencyGuard;
 import io.retrybudget.server.Problems;
 import io.retrybudget.server.StoredResponse;
@@ -95,7 +96,7 @@ public final class PaymentsExample implements AutoCloseable {
           .handlerTimeout(Duration.ofMillis(Math.max(1000, 2 * delayMs))).build());
       vertx = Vertx.vertx();
       AtomicLong charges = new AtomicLong();
-      Router router = router(vertx, guard, charges, delayMs);
+      Router router = router(vertx, guard, new FencedLedger(), charges, delayMs);
       HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHost("0.0.0.0").setPort(port)
               .setIdleTimeout(60).setIdleTimeoutUnit(TimeUnit.SECONDS))
           .requestHandler(router).listen().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -117,7 +118,7 @@ public final class PaymentsExample implements AutoCloseable {
     }
   }
 
-  static Router router(Vertx vertx, IdempotencyGuard guard, AtomicLong charges, long delayMs) {
+  static Router router(Vertx vertx, IdempotencyGuard guard, FencedLedger ledger, AtomicLong charges, long delayMs) {
     Router router = Router.router(vertx);
     router.post("/payments").handler(ctx -> {
       String type = ctx.request().getHeader("Content-Type");
@@ -129,7 +130,7 @@ public final class PaymentsExample implements AutoCloseable {
       ctx.next();
     });
     router.post("/payments").handler(BodyHandler.create().setBodyLimit(MAX_BODY));
-    router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> charge(ctx, charges, delayMs)));
+    router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> charge(ctx, ledger, charges, delayMs)));
     router.route("/payments").handler(ctx -> methodNotAllowed(ctx, "POST"));
     router.route(HttpMethod.GET, "/payments/count").handler(ctx -> count(ctx, charges));
     router.route(HttpMethod.HEAD, "/payments/count").handler(ctx -> count(ctx, charges));
@@ -146,16 +147,30 @@ public final class PaymentsExample implements AutoCloseable {
     return router;
   }
 
-  /** The handler that really charges: validates, takes DELAY_MS, counts. */
-  static Future<StoredResponse> charge(RoutingContext ctx, AtomicLong charges, long delayMs) {
+  /**
+   * The handler that really charges: validates (a refusal before executing is said so, and not
+   * stored: the corrected request may reuse its key), takes DELAY_MS, then writes the charge to the
+   * downstream ledger fenced with the claim's token, so that a stale holder cannot charge after a
+   * newer one.
+   */
+  static Future<StoredResponse> charge(RoutingContext ctx, FencedLedger ledger, AtomicLong charges, long delayMs) {
+    IdempotencyContext idem = VertxIdempotency.context(ctx);
     long amount;
     try {
       amount = amount(ctx.body().buffer() == null ? new byte[0] : ctx.body().buffer().getBytes());
     } catch (IllegalArgumentException e) {
+      idem.rejectedBeforeExecuting();
       return Future.succeededFuture(Problems.of(400, "invalid-body", "Invalid body", e.getMessage()));
     }
+    String payment = String.valueOf(ctx.request().getHeader("Idempotency-Key"));
     Promise<StoredResponse> done = Promise.promise();
     Runnable work = () -> {
+      if (!ledger.charge(payment, idem.fencingToken())) {
+        // a duplicate holds a newer claim on this key: this holder is stale and charges nothing
+        done.complete(Problems.of(409, "stale-holder", "Superseded",
+            "another request with this key holds a newer claim; nothing was charged by this one"));
+        return;
+      }
       charges.incrementAndGet();
       String id = "ch_" + UUID.randomUUID().toString().replace("-", "");
       String json = "{\"charge_id\":\"" + id + "\",\"amount\":" + amount + "}";

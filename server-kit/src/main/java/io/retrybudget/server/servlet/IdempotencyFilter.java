@@ -191,12 +191,18 @@ public final class IdempotencyFilter implements Filter {
   private void execute(HttpServletRequest req, HttpServletRequest cached, HttpServletResponse res, FilterChain chain,
       IdempotencyGuard.Execution execution) throws IOException, ServletException {
     CapturingResponse captured = new CapturingResponse(res, guard.config().maxStoredBodyBytes());
+    cached.setAttribute(io.retrybudget.server.IdempotencyContext.ATTRIBUTE, execution.context());
     try {
       chain.doFilter(cached, captured);
       captured.flushWriter();
     } catch (IOException | ServletException | RuntimeException | Error e) {
-      awaitQuietly(guard.abandon(execution));
-      throw e;
+      StoredResponse stored = awaitOrNull(guard.failed(execution, e)); // stored (STORE_ALL) or released
+      if (stored == null || res.isCommitted()) {
+        throw e;
+      }
+      res.reset();
+      write(res, stored); // the answer its retries replay
+      return;
     }
     CompletableFuture<Void> stored = guard.finish(execution, captured.answer());
     if (!stored.isDone() && waiting == Waiting.ASYNC && req.isAsyncSupported() && !req.isAsyncStarted()) {
@@ -227,6 +233,14 @@ public final class IdempotencyFilter implements Filter {
       throw new IllegalStateException("interrupted", e);
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  private <T> T awaitOrNull(CompletableFuture<T> future) {
+    try {
+      return await(future);
+    } catch (RuntimeException e) {
+      return null;
     }
   }
 

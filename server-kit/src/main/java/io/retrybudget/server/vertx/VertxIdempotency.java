@@ -1,5 +1,6 @@
 package io.retrybudget.server.vertx;
 
+import io.retrybudget.server.IdempotencyContext;
 import io.retrybudget.server.IdempotencyGuard;
 import io.retrybudget.server.Problems;
 import io.retrybudget.server.RequestView;
@@ -20,10 +21,12 @@ import java.util.function.Function;
  * before it on the route: without one, a guarded request is answered 500
  * {@code urn:retrybudget:problem:body-handler-missing} (logged once, SEVERE) rather than
  * fingerprinted without its body. Never blocks the event loop; every continuation runs on the request's
- * context. The guard renews the claim while the handler's future runs; past {@link
+ * context. The guard renews the claim while the handler's future runs (at most {@link
+ * io.retrybudget.server.IdempotencyConfig#maxHold()}); past {@link
  * io.retrybudget.server.IdempotencyConfig#handlerTimeout()} the request is answered 503
- * {@code urn:retrybudget:problem:handler-timeout}, renewal stops and the claim holds until its lease
- * ends (not released: the work may still be going on); a late answer is still stored.
+ * {@code urn:retrybudget:problem:handler-timeout} while the claim is kept (duplicates get 409) and
+ * the late answer is still stored and replayed. The handler finds its fencing token with {@link
+ * #context(RoutingContext)}.
  *
  * <pre>{@code
  * router.post("/payments").handler(BodyHandler.create().setBodyLimit(64 * 1024));
@@ -63,45 +66,35 @@ public final class VertxIdempotency {
           return;
         }
         IdempotencyGuard.Execution execution = ((IdempotencyGuard.Execute) begun.result()).execution();
+        ctx.put(IdempotencyContext.ATTRIBUTE, execution.context());
         Future<StoredResponse> answer;
         try {
           answer = Objects.requireNonNull(app.apply(ctx), "the handler returned no future");
         } catch (RuntimeException e) {
           answer = Future.failedFuture(e);
         }
-        // the handler's deadline: past it the request is answered 503 and the claim, no longer
-        // renewed, holds until its lease ends (the handler may still be working)
-        AtomicBoolean settled = new AtomicBoolean();
-        long deadline = execution.guarded() ? ctx.vertx().setTimer(Math.max(1, guard.config().handlerTimeout().toMillis()), t -> {
-          if (settled.compareAndSet(false, true)) {
-            guard.timedOut(execution);
-            write(ctx.response(), Problems.withPushback(Problems.of(503, "handler-timeout", "Handler timed out",
-                "the request did not complete within its deadline; retry later with the same key"),
-                guard.config().inProgressRetryAfter()));
-          }
-        }) : -1;
-        answer.onComplete(done -> {
-          boolean inTime = settled.compareAndSet(false, true);
-          if (inTime && deadline >= 0) {
-            ctx.vertx().cancelTimer(deadline);
-          }
-          // a late answer is still stored (or the claim released) so that a retry finds it
-          if (done.failed()) {
-            Future.fromCompletionStage(guard.abandon(execution), context).onComplete(x -> {
-              if (inTime) {
-                ctx.fail(done.cause());
-              }
-            });
+        // the guard runs the claim's lifecycle: the deadline, the renewals, the store; its reply
+        // is what this client gets (the late answer of a timed-out handler is still stored)
+        Future.fromCompletionStage(guard.handle(execution, answer.toCompletionStage()), context).onComplete(reply -> {
+          if (reply.failed()) {
+            ctx.fail(reply.cause());
+          } else if (reply.result().failure() != null) {
+            ctx.fail(reply.result().failure());
           } else {
-            Future.fromCompletionStage(guard.finish(execution, done.result()), context).onComplete(x -> {
-              if (inTime) {
-                write(ctx.response(), done.result());
-              }
-            });
+            write(ctx.response(), reply.result().response());
           }
         });
       });
     };
+  }
+
+  /**
+   * The idempotency context of the request being handled (its fencing token): {@link
+   * IdempotencyContext#UNGUARDED} outside a guarded execution.
+   */
+  public static IdempotencyContext context(RoutingContext ctx) {
+    IdempotencyContext c = ctx.get(IdempotencyContext.ATTRIBUTE);
+    return c != null ? c : IdempotencyContext.UNGUARDED;
   }
 
   /** Sends a stored answer (status, headers, body) unless the response has ended already. */
