@@ -52,8 +52,15 @@ import java.util.function.Consumer;
  * the whole call (or the caller's {@code io.grpc.Context} deadline, whichever is first): the call
  * ends with {@code DEADLINE_EXCEEDED} at that instant, mid-attempt or mid-sleep. Every attempt runs
  * in the caller's gRPC context. Cancelling the call (the stub's, or the caller's cancelled {@code
- * io.grpc.Context}) cancels the attempt in flight and the sleep, and asks the budget nothing more. Streaming calls pass through
- * untouched.
+ * io.grpc.Context}) cancels the attempt in flight and the sleep, and asks the budget nothing more.
+ *
+ * <p><b>Server-streaming calls</b> are retried as gRFC A6 allows: only before the first response
+ * message (an attempt that closes with a retryable status before any message is sent again, the
+ * budget asked first); the first message commits the call to its attempt, whose messages then flow
+ * to the caller with the caller's flow control, and whose later failure ends the call unretried. The
+ * policy's attempt timeout bounds the wait for the first message, not the stream; the call's
+ * deadline bounds both. Streams are never hedged. Client-streaming and bidirectional calls pass
+ * through untouched.
  *
  * <p><b>Turn gRPC's own retries off</b> on channels that use this interceptor, or the two multiply
  * (each of our attempts would itself be retried up to gRPC's {@code maxAttempts}, unseen by the
@@ -69,6 +76,8 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
       Metadata.Key.of("grpc-retry-pushback-ms", Metadata.ASCII_STRING_MARSHALLER);
 
   private final RetryExecutor executor;
+  /** The same policy and budget for server-streaming calls, never hedged (a hedge would be a second stream). */
+  private final RetryExecutor streams;
   private final ScheduledExecutorService timers;
 
   private RetryBudgetClientInterceptor(Builder b) {
@@ -79,18 +88,23 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
         .idempotent(true)
         .build();
     this.timers = io.retrybudget.internal.Schedulers.daemon("retry-grpc-timer");
+    this.executor = executor(b, policy, b.hedging);
+    this.streams = executor(b, policy, null);
+  }
+
+  private RetryExecutor executor(Builder b, RetryPolicy policy, HedgePolicy hedging) {
     RetryExecutor.Builder e = RetryExecutor.builder(policy);
     b.listeners.forEach(e::listener);
     if (b.budget != null) {
       e.budget(b.budget);
     }
-    if (b.hedging != null) {
-      e.hedging(b.hedging);
+    if (hedging != null) {
+      e.hedging(hedging);
     }
     if (b.customizer != null) {
       b.customizer.accept(e);
     }
-    this.executor = e.scheduler(RetryScheduler.of(timers)).build();
+    return e.scheduler(RetryScheduler.of(timers)).build();
   }
 
   /** The pushback a server asked for: null for none, negative (do not retry) when negative or unreadable. */
@@ -114,16 +128,18 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
   @Override
   public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(MethodDescriptor<ReqT, RespT> method,
       CallOptions callOptions, Channel next) {
-    if (method.getType() != MethodDescriptor.MethodType.UNARY) {
-      return next.newCall(method, callOptions);
-    }
-    return new RetryingCall<>(method, callOptions, next);
+    return switch (method.getType()) {
+      case UNARY -> new RetryingCall<>(method, callOptions, next);
+      case SERVER_STREAMING -> new RetryingStreamCall<>(method, callOptions, next, streams, timers);
+      default -> next.newCall(method, callOptions); // the caller streams messages: nothing to send again
+    };
   }
 
   /** Ends the calls still running and stops the timer thread. */
   @Override
   public void close() {
     executor.close();
+    streams.close();
     timers.shutdownNow();
   }
 

@@ -49,6 +49,14 @@ final class EchoService implements AutoCloseable {
       .setResponseMarshaller(UTF8)
       .build();
 
+  /** Server-streaming: the request "n" is answered with the messages "0" .. "n-1" unless scripted. */
+  static final MethodDescriptor<String, String> COUNT = MethodDescriptor.<String, String>newBuilder()
+      .setType(MethodDescriptor.MethodType.SERVER_STREAMING)
+      .setFullMethodName(MethodDescriptor.generateFullMethodName("test.Echo", "Count"))
+      .setRequestMarshaller(UTF8)
+      .setResponseMarshaller(UTF8)
+      .build();
+
   static final Metadata.Key<String> PREVIOUS = RetryBudgetClientInterceptor.PREVIOUS_ATTEMPTS;
   /** While a request is handled: its grpc-previous-rpc-attempts header, "-" when absent. */
   static final io.grpc.Context.Key<String> ATTEMPT = io.grpc.Context.key("previous-attempts");
@@ -69,6 +77,10 @@ final class EchoService implements AutoCloseable {
         .addMethod(ECHO, ServerCalls.asyncUnaryCall((String req, StreamObserver<String> out) -> {
           BiConsumer<String, StreamObserver<String>> next = script.poll();
           (next != null ? next : otherwise).accept(req, out);
+        }))
+        .addMethod(COUNT, ServerCalls.asyncServerStreamingCall((String req, StreamObserver<String> out) -> {
+          BiConsumer<String, StreamObserver<String>> next = script.poll();
+          (next != null ? next : COUNTING).accept(req, out);
         }))
         .build();
     ServerInterceptor recorder = new ServerInterceptor() {
@@ -108,6 +120,24 @@ final class EchoService implements AutoCloseable {
   }
 
   static final BiConsumer<String, StreamObserver<String>> HANG = (req, out) -> { };
+
+  /** "n": the messages "0" .. "n-1", then OK. */
+  static final BiConsumer<String, StreamObserver<String>> COUNTING = (req, out) -> {
+    for (int i = 0; i < Integer.parseInt(req); i++) {
+      out.onNext(Integer.toString(i));
+    }
+    out.onCompleted();
+  };
+
+  /** Streams {@code sent} messages, then fails with {@code status}. */
+  static BiConsumer<String, StreamObserver<String>> failAfter(int sent, Status status) {
+    return (req, out) -> {
+      for (int i = 0; i < sent; i++) {
+        out.onNext(Integer.toString(i));
+      }
+      out.onError(status.asRuntimeException());
+    };
+  }
 
   @Override
   public void close() throws InterruptedException {
