@@ -18,7 +18,7 @@ import picocli.CommandLine.Spec;
  * coordinator's HTTP API. Exit codes: 0 done, 1 refused or not found (the coordinator answered 4xx
  * or 5xx, did not answer in time, or could not be reached), 2 wrong usage.
  */
-@Command(name = "retry-budget", mixinStandardHelpOptions = true, versionProvider = RetryBudgetCli.Version.class,
+@Command(name = "retry-budget", mixinStandardHelpOptions = true, scope = ScopeType.INHERIT, versionProvider = RetryBudgetCli.Version.class,
     description = "Operate fleet-wide retry budgets through the Retry Budget coordinator's HTTP API.",
     subcommands = {ListCommand.class, GetCommand.class, SetCommand.class, DeleteCommand.class, WatchCommand.class,
         CompletionCommand.class},

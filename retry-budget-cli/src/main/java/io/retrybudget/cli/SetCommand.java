@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.math.BigDecimal;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -28,13 +29,25 @@ final class SetCommand implements Callable<Integer> {
     }
   }
 
+  /** A decimal number, with a message that says so (BigDecimal's own is about digits and exponents). */
+  static final class Decimal implements CommandLine.ITypeConverter<BigDecimal> {
+    @Override
+    public BigDecimal convert(String value) {
+      try {
+        return new BigDecimal(value);
+      } catch (NumberFormatException e) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not a decimal number");
+      }
+    }
+  }
+
   @ParentCommand RetryBudgetCli root;
   @Spec CommandSpec spec;
 
   @Parameters(paramLabel = "NAME", description = "the budget: [A-Za-z0-9._-]{1,100}, e.g. payments-api")
   String name;
 
-  @Option(names = "--ratio", paramLabel = "R", description = "retries allowed per first attempt, 0.000001 to 1 (ratio)")
+  @Option(names = "--ratio", paramLabel = "R", converter = Decimal.class, description = "retries allowed per first attempt, 0.000001 to 1 (ratio)")
   BigDecimal ratio;
 
   @Option(names = "--floor", paramLabel = "N",
