@@ -29,8 +29,12 @@ import picocli.CommandLine.Spec;
 public final class RetryBudgetCli implements java.util.concurrent.Callable<Integer> {
   /** The default coordinator when neither --url nor RETRY_BUDGET_URL is given. */
   static final String DEFAULT_URL = "http://localhost:8080";
-  /** Responses longer than this are refused: a listing of 10,000 budgets is about 4 MB. */
-  static final long MAX_BODY_BYTES = 16L << 20;
+  /**
+   * Responses longer than this are refused. A listing holds at most 100,000 budgets (the most
+   * COORDINATOR_MAX_BUDGETS allows), at most about 430 bytes each with 100-character names and
+   * 10-digit counts: 43 MB.
+   */
+  static final long MAX_BODY_BYTES = 64L << 20;
 
   /** Output formats: a table for people, the coordinator's JSON (one document per line) for scripts. */
   enum Output { table, json }

@@ -134,6 +134,34 @@ class CliUsageTest {
   }
 
   @Test
+  void aBodyThatStallsAfterTheHeadersIsBoundedByTheTimeoutToo() throws Exception {
+    java.util.concurrent.CountDownLatch testOver = new java.util.concurrent.CountDownLatch(1);
+    HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+    server.createContext("/v1/budgets", exchange -> {
+      exchange.sendResponseHeaders(200, 0);
+      exchange.getResponseBody().write("{\"budgets\": [".getBytes(StandardCharsets.UTF_8));
+      exchange.getResponseBody().flush();
+      try {
+        testOver.await(); // the rest of the body never comes while the CLI waits
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      exchange.close();
+    });
+    server.start();
+    try {
+      String url = "http://127.0.0.1:" + server.getAddress().getPort();
+      CliRunner.Result list = new CliRunner(Map.of("RETRY_BUDGET_URL", url), false).run("--timeout", "300", "list");
+      assertEquals(1, list.exit(), list.toString());
+      assertEquals("retry-budget: GET /v1/budgets: the coordinator at " + url + " did not answer within 300 ms\n", list.err());
+    } finally {
+      testOver.countDown();
+      server.stop(0);
+    }
+  }
+
+  @Test
   void aStreamedBodyOverTheCapIsCutOffAndANonJsonErrorIsShownCleaned() throws Exception {
     HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     server.createContext("/v1/budgets", exchange -> {
