@@ -58,7 +58,10 @@ class DeployFilesTest {
         "the API and management ports exposed: " + expose.group());
     assertTrue(df.contains("ENV COORDINATOR_PORT=" + PORT + " COORDINATOR_MANAGEMENT_PORT=" + MANAGEMENT_PORT));
     assertTrue(df.contains("http://127.0.0.1:" + MANAGEMENT_PORT + "/health/ready"), "the health check on the management port");
-    assertTrue(df.contains("-pl coordinator,deploy -am package"), "builds the coordinator (as the README does) and the load demo");
+    assertTrue(df.contains("-pl coordinator,deploy,retry-budget-cli -am package"),
+        "builds the coordinator (as the README does), the load demo and the operator CLI");
+    assertTrue(df.contains("COPY --from=build /src/retry-budget-cli/target/retry-budget.jar /app/retry-budget.jar"),
+        "the operator CLI in the image");
     assertTrue(df.contains("/src/coordinator/target/coordinator.jar"));
     assertTrue(Files.exists(Path.of("../coordinator/target/coordinator.jar")), "the jar the image copies is what the build makes");
     Matcher entry = Pattern.compile("(?m)^ENTRYPOINT (.*)$").matcher(df);
