@@ -1,7 +1,6 @@
 package io.retrybudget.budget;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.redis.BudgetKeys;
@@ -9,6 +8,7 @@ import io.retrybudget.budget.redis.LuaScript;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisSentinelProcesses;
+import io.retrybudget.testing.RedisServerProcess;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -18,9 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * A Redis that Sentinel manages (real processes: master, replica, two Sentinels): budgets are
- * served through {@code redis-sentinel://}, and after the master is killed the same client is
- * served again by the promoted replica, its scripts loaded there on connect.
+ * A Redis that Sentinel manages (real processes: a master, two replicas, two Sentinels): budgets
+ * are served through {@code redis-sentinel://}; after the master is killed the same client is
+ * served again by the promoted replica, its scripts loaded there on connect; and after a failover
+ * asked for while the master runs, the client leaves the demoted master for the new one.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SentinelBudgetTest {
@@ -28,7 +29,7 @@ class SentinelBudgetTest {
 
   @BeforeAll
   static void start() {
-    redis = RedisSentinelProcesses.start(2);
+    redis = RedisSentinelProcesses.start(2, 2);
   }
 
   @AfterAll
@@ -64,14 +65,14 @@ class SentinelBudgetTest {
       int before = redis.master().port();
       redis.master().kill();
       // down after 1 s, then the election and the promotion: a few seconds; 60 s leaves room for a loaded machine
-      Eventually.await("the Sentinels promote the replica", Duration.ofSeconds(60), () -> redis.masterPortNow() != before);
-      assertEquals(redis.replica().port(), redis.masterPortNow());
+      Eventually.await("the Sentinels promote a replica", Duration.ofSeconds(60), () -> redis.masterPortNow() != before);
+      RedisServerProcess promoted = redis.byPort(redis.masterPortNow());
+      assertTrue(redis.replicas().contains(promoted), "a replica was promoted");
       long served = Eventually.await("the same client served by the new master", Duration.ofSeconds(30),
           () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
-      assertNotEquals(before, redis.masterPortNow());
-      assertTrue(String.valueOf(redis.replica().call("SCRIPT", "EXISTS", LuaScript.BUDGET.sha1())).contains("1"),
+      assertTrue(String.valueOf(promoted.call("SCRIPT", "EXISTS", LuaScript.BUDGET.sha1())).contains("1"),
           "the scripts were loaded into the new master");
-      assertEquals(1L, redis.replica().call("EXISTS", new BudgetKeys("sentinel-failover").pace()),
+      assertEquals(1L, promoted.call("EXISTS", new BudgetKeys("sentinel-failover").pace()),
           "the grant was made on the new master");
       System.out.println("served by the promoted replica " + served + " ms after it was named");
     }
@@ -85,24 +86,26 @@ class SentinelBudgetTest {
   @Test
   @Order(3)
   void aDemotedMasterIsLeftForTheNewOneWithoutARestart() {
-    // the master killed above comes back; the Sentinels make it a replica of the promoted one
-    redis.master().restart();
-    Eventually.await("the old master back as a replica in sync", Duration.ofSeconds(60),
-        () -> String.valueOf(redis.master().call("INFO", "replication")).contains("master_link_status:up"));
     try (RedisBudgetClient client = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
         .callTimeout(Duration.ofMillis(500)).build()) {
       RetryBudget b = client.budget(BudgetConfig.builder("sentinel-switch").minRetriesPerSecond(10).build());
       Eventually.await("served before the switch", Duration.ofSeconds(30),
           () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED);
       int before = redis.masterPortNow();
-      assertEquals(redis.replica().port(), before, "the promoted replica is the master");
-      redis.failover();
+      RedisServerProcess demoted = redis.byPort(before);
+      // the replica the Sentinels moved under the promoted one must be in sync before it can be promoted
+      Eventually.await("a replica in sync with the master", Duration.ofSeconds(60), () -> redis.replicas().stream()
+          .filter(r -> r != demoted)
+          .anyMatch(r -> String.valueOf(r.call("INFO", "replication")).contains("master_port:" + before + "\r\n")
+              && String.valueOf(r.call("INFO", "replication")).contains("master_link_status:up")));
+      redis.failover(); // an operator's SENTINEL FAILOVER: the master still runs
       Eventually.await("the Sentinels switch the master", Duration.ofSeconds(60), () -> redis.masterPortNow() != before);
+      RedisServerProcess now = redis.byPort(redis.masterPortNow());
       Eventually.await("the same client served by the new master", Duration.ofSeconds(30),
           () -> b.acquireBlocking().reason() == BudgetDecision.Reason.GRANTED
-              && Long.valueOf(1L).equals(redis.master().call("EXISTS", new BudgetKeys("sentinel-switch").pace())));
+              && Long.valueOf(1L).equals(now.call("EXISTS", new BudgetKeys("sentinel-switch").pace())));
       Eventually.await("the old master made a replica", Duration.ofSeconds(30),
-          () -> String.valueOf(redis.replica().call("INFO", "replication")).contains("role:slave"));
+          () -> String.valueOf(demoted.call("INFO", "replication")).contains("role:slave"));
     }
   }
 }

@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A real Sentinel deployment of separate processes: a master, a replica of it, and Sentinels
+ * A real Sentinel deployment of separate processes: a master, replicas of it, and Sentinels
  * (quorum 1) watching it under the name {@link #MASTER}, with a failure noticed after
  * {@link #DOWN_AFTER_MS}. Tests kill the master (or ask for a failover) and watch clients follow.
  */
@@ -18,38 +18,39 @@ public final class RedisSentinelProcesses implements AutoCloseable {
   public static final int DOWN_AFTER_MS = 1_000;
 
   private final RedisServerProcess master;
-  private final RedisServerProcess replica;
+  private final List<RedisServerProcess> replicas = new ArrayList<>();
   private final List<Sentinel> sentinels = new ArrayList<>();
 
-  private RedisSentinelProcesses(RedisServerProcess master, RedisServerProcess replica) {
+  private RedisSentinelProcesses(RedisServerProcess master) {
     this.master = master;
-    this.replica = replica;
   }
 
   /** A master, one replica and {@code sentinels} Sentinels, the replica in sync before this returns. */
   public static RedisSentinelProcesses start(int sentinels) {
+    return start(sentinels, 1);
+  }
+
+  /** A master, {@code replicas} replicas and {@code sentinels} Sentinels, every replica in sync and known to every Sentinel. */
+  public static RedisSentinelProcesses start(int sentinels, int replicas) {
     RedisServerProcess master = RedisServerProcess.start();
-    RedisSentinelProcesses d = null;
+    RedisSentinelProcesses d = new RedisSentinelProcesses(master);
     try {
-      RedisServerProcess replica = RedisServerProcess.startOnFreePort(List.of("--replicaof", "127.0.0.1",
-          Integer.toString(master.port())));
-      d = new RedisSentinelProcesses(master, replica);
-      Eventually.await("the replica in sync", java.time.Duration.ofSeconds(20),
-          () -> String.valueOf(replica.call("INFO", "replication")).contains("master_link_status:up"));
+      for (int i = 0; i < replicas; i++) {
+        d.replicas.add(RedisServerProcess.startOnFreePort(List.of("--replicaof", "127.0.0.1", Integer.toString(master.port()))));
+      }
+      Eventually.await("the replicas in sync", java.time.Duration.ofSeconds(20), () -> d.replicas.stream()
+          .allMatch(r -> String.valueOf(r.call("INFO", "replication")).contains("master_link_status:up")));
       for (int i = 0; i < sentinels; i++) {
         d.sentinels.add(Sentinel.start(master.port()));
       }
-      RedisSentinelProcesses started = d;
-      Eventually.await("every Sentinel sees the replica", java.time.Duration.ofSeconds(20),
-          () -> started.sentinels.stream().allMatch(s -> String.valueOf(s.call("SENTINEL", "REPLICAS", MASTER))
-              .contains(Integer.toString(replica.port()))));
+      Eventually.await("every Sentinel sees every replica", java.time.Duration.ofSeconds(30),
+          () -> d.sentinels.stream().allMatch(s -> {
+            String known = String.valueOf(s.call("SENTINEL", "REPLICAS", MASTER));
+            return d.replicas.stream().allMatch(r -> known.contains(Integer.toString(r.port())));
+          }));
       return d;
     } catch (RuntimeException e) {
-      if (d != null) {
-        d.close();
-      } else {
-        master.close();
-      }
+      d.close();
       throw e;
     }
   }
@@ -58,8 +59,22 @@ public final class RedisSentinelProcesses implements AutoCloseable {
     return master;
   }
 
+  /** The first replica. */
   public RedisServerProcess replica() {
-    return replica;
+    return replicas.get(0);
+  }
+
+  public List<RedisServerProcess> replicas() {
+    return List.copyOf(replicas);
+  }
+
+  /** The process serving {@code port}: the master or one of the replicas. */
+  public RedisServerProcess byPort(int port) {
+    if (master.port() == port) {
+      return master;
+    }
+    return replicas.stream().filter(r -> r.port() == port).findFirst()
+        .orElseThrow(() -> new IllegalArgumentException("no process of this deployment on port " + port));
   }
 
   /** {@code redis-sentinel://127.0.0.1:p1,127.0.0.1:p2#budgets}. */
@@ -87,7 +102,9 @@ public final class RedisSentinelProcesses implements AutoCloseable {
     for (Sentinel s : sentinels) {
       s.close();
     }
-    replica.close();
+    for (RedisServerProcess r : replicas) {
+      r.close();
+    }
     master.close();
   }
 

@@ -170,7 +170,7 @@ class ExactlyOnceCheckerTest {
           && new String(a.response().body()).contains("handler-timeout")) {
         s.timeouts++;
       }
-      List<StoredResponse> stored = h.stored.getOrDefault(ClaimStore.idempotencyKey("", "POST", "/payments", a.key()), List.of());
+      List<StoredResponse> stored = h.stored.getOrDefault(ClaimStore.idempotencyKey("", a.key()), List.of());
       boolean replay = "true".equals(a.response().header(IdempotencyGuard.REPLAYED_HEADER));
       boolean fromStored = a.from() != null && a.response() == a.from().clientGot
           && a.from().execution.run().ending() == ClaimLifecycle.Ending.STORED;

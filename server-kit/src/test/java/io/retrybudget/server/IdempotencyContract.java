@@ -248,7 +248,7 @@ abstract class IdempotencyContract {
   @Test
   void aHandlerThatOutlivesItsDeadlineAndItsLeaseKeepsItsClaimAndItsAnswerIsReplayed() throws Exception {
     String key = newKey();
-    String record = ClaimStore.idempotencyKey("", "POST", "/stored/payments", key);
+    String record = ClaimStore.idempotencyKey("", key);
     CompletableFuture<HttpResponse<String>> first =
         CompletableFuture.supplyAsync(() -> http.post("/stored/payments", key, "{\"hold\":true,\"amount\":6}"));
     Eventually.await("the first claimed its key", Duration.ofSeconds(10),
@@ -279,7 +279,7 @@ abstract class IdempotencyContract {
     HttpResponse<String> r = http.post("/payments", key, "{\"amount\":8}");
     String fence = r.headers().firstValue("X-Fence").orElse("none");
     assertTrue(fence.matches("[0-9]+"), "a fencing token: " + fence);
-    String record = ClaimStore.idempotencyKey("", "POST", "/payments", key);
+    String record = ClaimStore.idempotencyKey("", key);
     assertEquals(fence, String.valueOf(redis().server().call("HGET", record, "fence")), "the claim's own token");
   }
 

@@ -21,6 +21,8 @@ class TomcatIdempotencyTest extends IdempotencyContract {
     server = ServletServer.tomcat()
         .servlet("/payments", new ServletIdempotencyTest.PaymentsServlet(app))
         .servlet("/waiting/payments", new ServletIdempotencyTest.PaymentsServlet(app))
+        .servlet("/stored/payments", new ServletIdempotencyTest.PaymentsServlet(app))
+        .filter("/stored/payments", new IdempotencyFilter(storeAll, 1024 * 1024))
         .filter("/payments", new IdempotencyFilter(payments, 1024 * 1024))
         .filter("/waiting/payments", new IdempotencyFilter(waiting, 1024 * 1024));
     return server.start();
