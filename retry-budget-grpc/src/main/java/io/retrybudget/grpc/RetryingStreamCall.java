@@ -71,6 +71,7 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
     boolean firstDelivered;
     boolean firstHeld; // committed while the caller had requested nothing: delivered at its first request
     boolean cancelRequested;
+    boolean closeDelivered; // the caller's onClose ran (once)
     ScheduledFuture<?> deadlineTimer;
     volatile boolean deadlineHit;
   }
@@ -96,7 +97,7 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
     Committed release = null;
     synchronized (this) {
       if (flow.state != State.STREAMING || !flow.firstDelivered) {
-        flow.requested += numMessages;
+        flow.requested = (int) Math.min(Integer.MAX_VALUE, (long) flow.requested + numMessages); // saturates
         if (flow.firstHeld && numMessages > 0) {
           flow.firstHeld = false;
           release = flow.committed;
@@ -289,12 +290,23 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
 
   /** The commit's headers and first message, then the caller's other requests go to the attempt. */
   private void deliverFirst(Committed c) {
-    if (c.headers != null) {
-      listener.onHeaders(c.headers);
+    try {
+      if (c.headers != null) {
+        listener.onHeaders(c.headers);
+      }
+      @SuppressWarnings("unchecked")
+      RespT first = (RespT) c.first;
+      listener.onMessage(first);
+    } catch (RuntimeException | Error e) {
+      // as gRPC's own call does: a listener that throws cancels the call, which still gets its close
+      synchronized (this) {
+        flow.firstDelivered = true;
+        flow.state = State.ENDED;
+      }
+      c.attempt.cancel("the listener threw", e);
+      closeOnce(Status.CANCELLED.withDescription("the call's listener threw").withCause(e), new Metadata());
+      return;
     }
-    @SuppressWarnings("unchecked")
-    RespT first = (RespT) c.first;
-    listener.onMessage(first);
     int more;
     Status closed;
     Metadata trailers;
@@ -309,21 +321,52 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
       }
     }
     if (closed != null) {
-      listener.onClose(closed, trailers);
+      closeOnce(closed, trailers);
     } else if (more > 0) {
       c.attempt.request(more);
     }
   }
 
-  /** The committed attempt closed: after the first message, at once; before it is delivered, after it. */
+  /**
+   * The committed attempt closed. After the first message: at once. Before it was handed over: OK
+   * waits for it (a completed stream is read to its end); any other close (a failure, the caller's
+   * cancel, the deadline) drops a first message the caller has not requested yet and ends the call
+   * now, as gRPC does with messages not yet read.
+   */
   private void streamClosed(Committed c, Status status, Metadata trailers) {
+    boolean dropHeld = false;
     synchronized (this) {
       if (!flow.firstDelivered) {
-        c.closedStatus = status;
-        c.closedTrailers = trailers;
-        return;
+        if (!flow.firstHeld || (status.isOk() && !flow.cancelRequested)) {
+          c.closedStatus = status; // delivered right after the first message (deliverFirst)
+          c.closedTrailers = trailers;
+          return;
+        }
+        flow.firstHeld = false;
+        flow.firstDelivered = true; // never handed over
+        dropHeld = true;
       }
       flow.state = State.ENDED;
+    }
+    if (dropHeld) {
+      run(() -> {
+        if (c.headers != null) {
+          listener.onHeaders(c.headers);
+        }
+        closeOnce(status, trailers);
+      });
+      return;
+    }
+    closeOnce(status, trailers);
+  }
+
+  /** The caller's onClose, at most once (a listener that threw has had its close already). */
+  private void closeOnce(Status status, Metadata trailers) {
+    synchronized (this) {
+      if (flow.closeDelivered) {
+        return;
+      }
+      flow.closeDelivered = true;
     }
     listener.onClose(status, trailers);
   }
@@ -359,7 +402,7 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
       if (responseHeaders != null) {
         listener.onHeaders(responseHeaders);
       }
-      listener.onClose(status, trailers != null ? trailers : new Metadata());
+      closeOnce(status, trailers != null ? trailers : new Metadata());
     });
   }
 

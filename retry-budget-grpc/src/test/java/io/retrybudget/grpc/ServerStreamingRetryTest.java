@@ -212,4 +212,97 @@ class ServerStreamingRetryTest {
     assertEquals(List.of("-", "1"), service.previousAttempts);
     assertTrue(budget.acquires.get() == 1, "one retry, no hedge: " + budget.acquires.get());
   }
+
+  /** A listener that records messages and fails the test on a second close. */
+  private static final class Recorder extends ClientCall.Listener<String> {
+    final LinkedBlockingQueue<String> messages = new LinkedBlockingQueue<>();
+    final CompletableFuture<Status> closed = new CompletableFuture<>();
+
+    @Override
+    public void onMessage(String message) {
+      messages.add(message);
+    }
+
+    @Override
+    public void onClose(Status status, Metadata trailers) {
+      if (!closed.complete(status)) {
+        throw new AssertionError("closed twice: " + status);
+      }
+    }
+  }
+
+  private ClientCall<String, String> started(Recorder r, CallOptions options, String n) {
+    ClientCall<String, String> call = channel.newCall(COUNT, options);
+    call.start(r, new Metadata());
+    call.sendMessage(n);
+    call.halfClose();
+    return call;
+  }
+
+  @Test
+  void aCancelAfterTheFirstMessageCameButBeforeAnyRequestStillCloses() throws Exception {
+    java.util.concurrent.CountDownLatch sent = new java.util.concurrent.CountDownLatch(1);
+    service.script.add((req, out) -> {
+      out.onNext("0"); // then the stream stays open
+      sent.countDown();
+    });
+    connect(RetryBudgetClientInterceptor.builder().policy(FAST), 0.1, 10);
+    Recorder r = new Recorder();
+    ClientCall<String, String> call = started(r, CallOptions.DEFAULT, "4"); // nothing requested
+    assertTrue(sent.await(10, TimeUnit.SECONDS));
+    call.cancel("the caller gave up", null);
+    assertEquals(Status.Code.CANCELLED, r.closed.get(10, TimeUnit.SECONDS).getCode(), "a cancelled call is closed");
+    assertEquals(List.of(), List.copyOf(r.messages), "the unrequested message is dropped");
+  }
+
+  @Test
+  void theDeadlineEndsACallWhoseFirstMessageWaitsForARequest() throws Exception {
+    service.script.add((req, out) -> out.onNext("0")); // then the stream stays open
+    connect(RetryBudgetClientInterceptor.builder().policy(FAST), 0.1, 10);
+    Recorder r = new Recorder();
+    started(r, CallOptions.DEFAULT.withDeadlineAfter(500, TimeUnit.MILLISECONDS), "4");
+    assertEquals(Status.Code.DEADLINE_EXCEEDED, r.closed.get(10, TimeUnit.SECONDS).getCode());
+  }
+
+  @Test
+  void requestsAddUpWithoutOverflowing() throws Exception {
+    service.script.add(fail(Status.UNAVAILABLE)); // retried: the requests wait for the commit
+    connect(RetryBudgetClientInterceptor.builder().policy(FAST), 0.1, 10);
+    Recorder r = new Recorder();
+    ClientCall<String, String> call = channel.newCall(COUNT, CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS));
+    call.start(r, new Metadata());
+    call.request(Integer.MAX_VALUE);
+    call.request(Integer.MAX_VALUE);
+    call.sendMessage("3");
+    call.halfClose();
+    assertEquals(Status.Code.OK, r.closed.get(15, TimeUnit.SECONDS).getCode());
+    assertEquals(List.of("0", "1", "2"), List.copyOf(r.messages));
+  }
+
+  @Test
+  void aListenerThatThrowsOnTheFirstMessageCancelsTheCallAndIsClosed() throws Exception {
+    service.script.add((req, out) -> out.onNext("0")); // then the stream stays open
+    connect(RetryBudgetClientInterceptor.builder().policy(FAST), 0.1, 10);
+    CompletableFuture<Throwable> ended = new CompletableFuture<>();
+    ClientCalls.asyncServerStreamingCall(channel.newCall(COUNT, CallOptions.DEFAULT), "3",
+        new io.grpc.stub.StreamObserver<String>() {
+          @Override
+          public void onNext(String value) {
+            throw new IllegalStateException("a bug in the caller");
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            ended.complete(t);
+          }
+
+          @Override
+          public void onCompleted() {
+            ended.complete(null);
+          }
+        });
+    assertEquals(Status.Code.CANCELLED, Status.fromThrowable(ended.get(10, TimeUnit.SECONDS)).getCode());
+    io.retrybudget.testing.Eventually.await("the server's stream cancelled", Duration.ofSeconds(10),
+        () -> service.requests() == 1);
+  }
 }
