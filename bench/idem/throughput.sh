@@ -16,13 +16,15 @@ trap 'kill $pid 2>/dev/null || true; rm -f "$out"' EXIT
 for _ in $(seq 1 300); do grep -q '^guarded=' "$out" && break; sleep 0.1; done
 read -r g b < <(sed -n 's/^guarded=\([0-9]*\) bare=\([0-9]*\)$/\1 \2/p' "$out")
 echo "# $(date -u +%FT%TZ); $(nproc) CPUs; wrk -t2 -c$conns -d${seconds}s, a new Idempotency-Key per request; load $(cut -d' ' -f1-3 /proc/loadavg)"
-rps() { wrk -t2 -c"$conns" -d"${seconds}s" -s bench/idem/new-key.lua "http://127.0.0.1:$1" | awk '/Requests\/sec/ {print $2}'; }
+# requests/s, and the answers that were not 2xx (a guard that answered 503 is no throughput)
+rps() { wrk -t2 -c"$conns" -d"${seconds}s" -s bench/idem/new-key.lua "http://127.0.0.1:$1" \
+  | awk '/Non-2xx/ {bad=$5} /Requests\/sec/ {r=$2} END {printf "%s %s\n", r, (bad == "" ? 0 : bad)}'; }
 rps "$g" >/dev/null; rps "$b" >/dev/null   # warm-up: the JIT's first pass over both
 ratios=()
 for r in $(seq 1 "$rounds"); do
-  gr=$(rps "$g"); br=$(rps "$b")
+  read -r gr gbad < <(rps "$g"); read -r br bbad < <(rps "$b")
   ratio=$(awk -v a="$gr" -v c="$br" 'BEGIN {printf "%.3f", a / c}')
   ratios+=("$ratio")
-  echo "round $r: guarded $gr req/s, bare $br req/s, ratio $ratio"
+  echo "round $r: guarded $gr req/s ($gbad not 2xx), bare $br req/s ($bbad not 2xx), ratio $ratio"
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print "median ratio guarded / bare: " a[int((NR+1)/2)]}'
