@@ -150,6 +150,30 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
     final Object message;
     final Metadata trailers;
 
+    /**
+     * How a call whose attempts ended in {@code failure} closes: the call's deadline, a cancel, the
+     * budget's refusal (with the last attempt's status, headers and trailers), an attempt timeout.
+     */
+    static Outcome ofFailure(Throwable failure, boolean deadlineHit) {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+      if (deadlineHit) {
+        return new Outcome(Status.DEADLINE_EXCEEDED.withDescription("call deadline passed during retries"), null, null,
+            new Metadata());
+      } else if (cause instanceof CancellationException) {
+        return new Outcome(Status.CANCELLED.withDescription("call cancelled"), null, null, new Metadata());
+      } else if (cause instanceof RetryBudgetExhaustedException refused) {
+        Outcome last = refused.lastResult() instanceof Outcome o ? o : null;
+        Status status = last != null ? last.status : Status.UNAVAILABLE;
+        return new Outcome(status.withDescription(refused.getMessage()
+            + (last != null && last.status.getDescription() != null ? ": " + last.status.getDescription() : ""))
+            .withCause(refused), last != null ? last.headers : null, null, last != null ? last.trailers : new Metadata());
+      } else if (cause instanceof AttemptTimeoutException) {
+        return new Outcome(Status.DEADLINE_EXCEEDED.withDescription(cause.getMessage()).withCause(cause), null, null,
+            new Metadata());
+      }
+      return new Outcome(Status.fromThrowable(cause), null, null, new Metadata());
+    }
+
     Outcome(Status status, Metadata headers, Object message, Metadata trailers) {
       this.status = status;
       this.headers = headers;
@@ -318,23 +342,7 @@ public final class RetryBudgetClientInterceptor implements ClientInterceptor, Au
         answer(outcome);
         return;
       }
-      Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-      if (deadlineHit) {
-        answer(new Outcome(Status.DEADLINE_EXCEEDED.withDescription("call deadline passed during retries"),
-            null, null, new Metadata()));
-      } else if (cause instanceof CancellationException) {
-        answer(new Outcome(Status.CANCELLED.withDescription("call cancelled"), null, null, new Metadata()));
-      } else if (cause instanceof RetryBudgetExhaustedException refused) {
-        Outcome last = refused.lastResult() instanceof Outcome o ? o : null;
-        Status status = last != null ? last.status : Status.UNAVAILABLE;
-        answer(new Outcome(status.withDescription(refused.getMessage()
-            + (last != null && last.status.getDescription() != null ? ": " + last.status.getDescription() : ""))
-            .withCause(refused), last != null ? last.headers : null, null, last != null ? last.trailers : new Metadata()));
-      } else if (cause instanceof AttemptTimeoutException) {
-        answer(new Outcome(Status.DEADLINE_EXCEEDED.withDescription(cause.getMessage()).withCause(cause), null, null, new Metadata()));
-      } else {
-        answer(new Outcome(Status.fromThrowable(cause), null, null, new Metadata()));
-      }
+      answer(Outcome.ofFailure(failure, deadlineHit));
     }
 
     @SuppressWarnings("unchecked")

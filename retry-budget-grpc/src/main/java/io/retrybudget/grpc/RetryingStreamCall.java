@@ -9,13 +9,9 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.retrybudget.retry.AttemptContext;
-import io.retrybudget.retry.AttemptTimeoutException;
-import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.grpc.RetryBudgetClientInterceptor.Outcome;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -372,22 +368,8 @@ final class RetryingStreamCall<ReqT, RespT> extends ClientCall<ReqT, RespT> {
   }
 
   private void failed(Throwable failure) {
-    Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-    if (flow.deadlineHit) {
-      answer(Status.DEADLINE_EXCEEDED.withDescription("call deadline passed during retries"), null, new Metadata());
-    } else if (cause instanceof CancellationException) {
-      answer(Status.CANCELLED.withDescription("call cancelled"), null, new Metadata());
-    } else if (cause instanceof RetryBudgetExhaustedException refused) {
-      Outcome last = refused.lastResult() instanceof Outcome o ? o : null;
-      Status status = last != null ? last.status : Status.UNAVAILABLE;
-      answer(status.withDescription(refused.getMessage()
-              + (last != null && last.status.getDescription() != null ? ": " + last.status.getDescription() : ""))
-          .withCause(refused), last != null ? last.headers : null, last != null ? last.trailers : new Metadata());
-    } else if (cause instanceof AttemptTimeoutException) {
-      answer(Status.DEADLINE_EXCEEDED.withDescription(cause.getMessage()).withCause(cause), null, new Metadata());
-    } else {
-      answer(Status.fromThrowable(cause), null, new Metadata());
-    }
+    Outcome o = Outcome.ofFailure(failure, flow.deadlineHit);
+    answer(o.status, o.headers, o.trailers);
   }
 
   /** Ends the call before any message reached the caller. */
