@@ -34,7 +34,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * The exactly-once promises with real processes: two Vert.x replicas (each its own guard) over one
  * real {@code redis-server}, seeded random duplicates, handlers around {@code handlerTimeout} that
- * fail after their side effect, Redis paused (SIGSTOP / SIGCONT) or killed and restarted empty. On
+ * fail after their side effect, clients that disconnect while their handler runs, Redis paused
+ * (SIGSTOP / SIGCONT) or killed and restarted empty. On
  * real time, so few schedules (the fake-time checker runs 10,000); the lease (1 s, renewed every
  * 333 ms) leaves a renewal 600 ms of lateness before it lapses, far above scheduling delays at load 16.
  */
@@ -72,6 +73,7 @@ class RealProcessScheduleTest {
     List<Integer> ports = new ArrayList<>();
     Map<String, Long> durations = new ConcurrentHashMap<>();
     boolean[] dataLost = new boolean[1];
+    java.util.concurrent.atomic.AtomicInteger disconnected = new java.util.concurrent.atomic.AtomicInteger();
     try {
       for (Vertx v : replicas) {
         RedisBudgetStore connection = RedisBudgetStore.connect(redis.connectionOptions().commandTimeout(Duration.ofMillis(500)).build());
@@ -111,7 +113,9 @@ class RealProcessScheduleTest {
       long t0 = System.nanoTime();
       List<long[]> plan = new ArrayList<>();
       for (int i = 0; i < 16; i++) {
-        plan.add(new long[] {rnd.nextInt(2_000), i % 2, rnd.nextInt(2), rnd.nextInt(4) == 0 ? 1 : 0});
+        // at, key, replica, fails after its side effect, the client disconnects after 30 ms
+        plan.add(new long[] {rnd.nextInt(2_000), i % 2, rnd.nextInt(2), rnd.nextInt(4) == 0 ? 1 : 0,
+            rnd.nextInt(4) == 0 ? 1 : 0});
       }
       plan.sort((a, b) -> Long.compare(a[0], b[0]));
       boolean faultDone = faultKind == 0;
@@ -125,11 +129,21 @@ class RealProcessScheduleTest {
         String key = keys.get((int) p[1]);
         String body = "{\"ms\":" + durations.get(key) + (p[3] == 1 ? ",\"fail\":true" : "") + "}";
         // a failing and a succeeding body differ: another fingerprint (422) unless the key is free
+        boolean disconnects = p[4] == 1;
         HttpRequest r = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + ports.get((int) p[2]) + "/payments"))
-            .timeout(Duration.ofSeconds(20)).header("Content-Type", "application/json").header("Idempotency-Key", key)
-            .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+            .timeout(disconnects ? Duration.ofMillis(30) : Duration.ofSeconds(20)).header("Content-Type", "application/json")
+            .header("Idempotency-Key", key).POST(HttpRequest.BodyPublishers.ofString(body)).build();
+        // a client that gives up closes its connection while the handler runs: the server's answer is
+        // lost on the wire, and must still be stored for the retries
         sent.add(http.sendAsync(r, HttpResponse.BodyHandlers.ofString()).thenAccept(resp -> answers.add(new Answer(key,
-            resp.statusCode(), resp.body(), resp.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).isPresent()))));
+            resp.statusCode(), resp.body(), resp.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).isPresent())))
+            .exceptionally(e -> {
+              if (!disconnects) {
+                throw new IllegalStateException("no answer for " + key, e);
+              }
+              disconnected.incrementAndGet();
+              return null;
+            }));
       }
       if (!faultDone) {
         sleepUntil(t0, faultAt);
@@ -167,7 +181,8 @@ class RealProcessScheduleTest {
       }
       System.out.println("RealProcessScheduleTest seed " + seed + ": fault " + List.of("none", "SIGSTOP " + faultFor + " ms",
           "kill -9 + restart").get(faultKind) + " at " + faultAt + " ms, handler durations " + durations.values()
-          + ", side effects " + effects.size() + " (most for one key " + most + "), holders told their claim was lost " + said);
+          + ", side effects " + effects.size() + " (most for one key " + most + "), holders told their claim was lost " + said
+          + ", clients that disconnected " + disconnected.get());
       return most;
     } finally {
       guards.forEach(IdempotencyGuard::close);
