@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.redis.BrokenBudgetException;
 import io.retrybudget.budget.redis.BudgetReply;
 import io.vertx.core.Handler;
@@ -398,12 +399,12 @@ final class BudgetApi {
     });
   }
 
-  /** Whole permits the paced balance holds at most at this refill rate (lua/budget.lua pace_cap). */
+  /**
+   * Whole permits the paced balance holds at most at this refill rate: the scripts' own rule
+   * (lua/budget.lua pace_cap), through its Java model, parity-checked against Redis.
+   */
   static long capPermits(long refillPpm) {
-    if (refillPpm <= 0) {
-      return 0;
-    }
-    return Math.max(refillPpm / 2, 1_000_000L) / 1_000_000L;
+    return PaceArithmetic.available(PaceArithmetic.cap(refillPpm));
   }
 
   private static void overCap(RoutingContext ctx, long count, long cap) {

@@ -2,13 +2,12 @@ package io.retrybudget.spring;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.BudgetScripts;
 import io.retrybudget.budget.redis.RedisBudgetStore;
 import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.StatusReply;
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -72,26 +71,20 @@ final class RetryBudgetStatus implements AutoCloseable {
     RedisBudgetStore s = null;
     try {
       s = store();
-      BudgetKeys k = new BudgetKeys(name);
-      List<Object> r = s.run(LuaScript.STATUS, new String[] {k.config(), k.window(), k.pace(), k.clients()},
-          Long.toString(seed.ratioPpm()), Integer.toString(seed.windowSeconds()),
-          Integer.toString(seed.minRetriesPerSecond()), seed.mode().wireName()).get(timeoutMillis, TimeUnit.MILLISECONDS);
-      long requests = (Long) r.get(1);
-      long retries = (Long) r.get(2);
-      long allowance = (Long) r.get(4);
-      out.put("mode", r.get(9));
-      out.put("ratio", ((Long) r.get(6)) / 1_000_000.0);
-      out.put("window_seconds", r.get(7));
-      out.put("min_retries_per_second", r.get(8));
-      out.put("requests", requests);
-      out.put("retries", retries);
-      out.put("denied", r.get(3));
-      out.put("retry_ratio", Double.parseDouble(String.valueOf(r.get(10))));
+      // the SDK's one reader of status.lua (keys for standalone or Cluster, the reply by name)
+      StatusReply r = new BudgetScripts(s).status(name, seed).get(timeoutMillis, TimeUnit.MILLISECONDS);
+      out.put("mode", r.settings().mode());
+      out.put("ratio", r.settings().ratioPpm() / 1_000_000.0);
+      out.put("window_seconds", r.settings().windowSeconds());
+      out.put("min_retries_per_second", r.settings().minRetriesPerSecond());
+      out.put("requests", r.requests());
+      out.put("retries", r.retries());
+      out.put("denied", r.denied());
+      out.put("retry_ratio", r.retryRatio());
       // admission is paced (lua/README.md): what could be granted now is the balance's whole permits
-      long available = (Long) r.get(12);
-      out.put("remaining", available);
-      out.put("exhausted", available < 1);
-      out.put("active_clients", r.get(5));
+      out.put("remaining", r.available());
+      out.put("exhausted", r.available() < 1);
+      out.put("active_clients", r.activeClients());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       out.put("redis", "interrupted");

@@ -125,6 +125,12 @@ class RetryBudgetAutoConfigurationTest {
       assertEquals(0.2, one.get("ratio"));
       assertEquals(false, one.get("degraded"));
       assertEquals("enforce", one.get("mode"));
+      assertEquals(30, one.get("window_seconds"));
+      assertEquals(5, one.get("min_retries_per_second"));
+      assertEquals(1.0, one.get("retry_ratio"), "1 retry for 1 first attempt");
+      assertEquals(0L, one.get("denied"));
+      assertEquals(1L, one.get("active_clients"));
+      assertEquals(false, one.get("exhausted"));
       // paced: the floor of 5 a second saves up half a second, 2.5 permits; one spent, and the floor
       // refills one every 200 ms while the test goes on
       long remaining = (Long) one.get("remaining");
