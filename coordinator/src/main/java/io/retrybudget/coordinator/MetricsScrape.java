@@ -35,13 +35,31 @@ final class MetricsScrape implements Handler<RoutingContext> {
     this.nanoTime = nanoTime;
   }
 
+  /**
+   * One rendering. The per-budget gauges are replaced on the event loop while a scrape may run here:
+   * a scrape that meets a gauge's old and new meter at once fails with DuplicateLabelsException (seen
+   * once after Redis came back: "Duplicate labels for metric retry_budget_limit_ratio"); the next one
+   * sees the replacement done, so a failed rendering is tried again, at most twice more.
+   */
+  private String render() {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return registry.scrape();
+      } catch (io.prometheus.metrics.model.snapshots.DuplicateLabelsException e) {
+        if (attempt == 3) {
+          throw e;
+        }
+      }
+    }
+  }
+
   @Override
   public void handle(RoutingContext ctx) {
     long now = nanoTime.getAsLong();
     if (latest == null || (latest.isComplete() && now - renderedAt >= freshNanos)) {
       renderedAt = now;
       // unordered: a slow rendering never queues another behind it on the worker pool
-      latest = vertx.executeBlocking(() -> Buffer.buffer(registry.scrape()), false);
+      latest = vertx.executeBlocking(() -> Buffer.buffer(render()), false);
     }
     latest.onComplete(r -> {
       if (ctx.response().ended() || ctx.response().closed()) {

@@ -91,4 +91,41 @@ class MetricsScrapeTest {
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
   }
+
+  /**
+   * A rendering that meets a per-budget gauge being replaced (its old and new meter at once) fails
+   * with DuplicateLabelsException; the scrape renders again instead of answering 500.
+   */
+  @Test
+  void aRenderingThatMeetsAGaugeBeingReplacedIsRenderedAgain() throws Exception {
+    Vertx vertx = Vertx.vertx();
+    try {
+      AtomicInteger scrapes = new AtomicInteger();
+      PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT) {
+        @Override
+        public String scrape() {
+          if (scrapes.incrementAndGet() == 1) {
+            throw new io.prometheus.metrics.model.snapshots.DuplicateLabelsException(
+                new io.prometheus.metrics.model.snapshots.MetricMetadata("retry_budget_limit_ratio"),
+                io.prometheus.metrics.model.snapshots.Labels.of("budget", "oom"));
+          }
+          return super.scrape();
+        }
+      };
+      Gauge.builder("probe", () -> 1).register(registry);
+      Router router = Router.router(vertx);
+      router.get("/metrics").handler(new MetricsScrape(vertx, registry, System::nanoTime, 0));
+      HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+          .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      try (RawHttp c = new RawHttp(server.actualPort())) {
+        c.send("GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
+        RawHttp.Answer a = c.read();
+        assertEquals(200, a.status(), a.body());
+        assertTrue(a.body().contains("probe 1.0"), a.body());
+      }
+      assertEquals(2, scrapes.get(), "rendered again once");
+    } finally {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
 }
