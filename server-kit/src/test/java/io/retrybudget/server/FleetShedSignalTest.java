@@ -29,8 +29,12 @@ class FleetShedSignalTest {
   void oneReplicaSheddingAmongHealthyOnesIsNotTheWholeService() {
     String service = "svc-" + UUID.randomUUID().toString().substring(0, 8) + ".shed";
     BudgetConfig config = BudgetConfig.builder(service).ratio(0.5).minRetriesPerSecond(0).build();
-    try (RedisBudgetClient replicaA = RedisBudgetClient.builder(redis.connectionOptions().build()).build();
-         RedisBudgetClient replicaB = RedisBudgetClient.builder(redis.connectionOptions().build()).build()) {
+    // Redis's answers, not the fallback's: at the default 20 ms a loaded build machine timed B's first
+    // permit call out once, and the fallback (which starts from nothing) refused it (overloaded: true)
+    try (RedisBudgetClient replicaA = RedisBudgetClient.builder(redis.connectionOptions().build())
+            .callTimeout(Duration.ofSeconds(1)).build();
+         RedisBudgetClient replicaB = RedisBudgetClient.builder(redis.connectionOptions().build())
+            .callTimeout(Duration.ofSeconds(1)).build()) {
       RetryBudget budgetA = replicaA.budget(config);
       RetryBudget budgetB = replicaB.budget(config);
       FleetShedSignal a = new FleetShedSignal(budgetA);
