@@ -47,7 +47,7 @@ class ThreeLayerTest {
   void start() {
     vertx = Vertx.vertx();
     // the machine is shared: a generous bound, so a slow first script load is not read as Redis down
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofMillis(500)).build();
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(5)).build();
   }
 
   @AfterEach
