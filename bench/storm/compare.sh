@@ -16,7 +16,7 @@
 #
 # Usage (from anywhere; paths are relative to this tree's root):
 #   bash bench/storm/compare.sh [--old COMMIT] [--new COMMIT] [--sizes 1000,5000,10000] [--rates 2]
-#        [--healthy-seconds 5] [--outage-seconds 30] [--designs old,new] [--out-dir bench/results]
+#        [--healthy-seconds 5] [--outage-seconds 30] [--designs old,new] [--out-dir bench/results/storm-scale]
 #        [--name storm17] [--keep-clones] [-- extra StormSimulator options]
 set -euo pipefail
 
@@ -29,7 +29,7 @@ RATES=2
 HEALTHY=5
 OUTAGE=30
 DESIGNS=old,new
-OUT_DIR=bench/results
+OUT_DIR=bench/results/storm-scale
 NAME=storm17
 KEEP=0
 EXTRA=()

@@ -14,7 +14,7 @@ REDIS_PORT=${REDIS_PORT:-6390}; HTTP_PORT=${HTTP_PORT:-8091}; TOKEN=${COORDINATO
 MANAGEMENT_PORT=${MANAGEMENT_PORT:-$((HTTP_PORT + 100))}
 REDIS_CPU=${REDIS_CPU:-1}; COORD_CPU=${COORD_CPU:-0}; WRK_CPU=${WRK_CPU:-1}
 DURATION=${DURATION:-20s}; CONNS=${CONNS:-4 8 16 32}; WARMUP=${WARMUP:-30s}; N=${N:-200000}
-OUT=${OUT:-bench/results/wrk}
+OUT=${OUT:-bench/results/coordinator-http/wrk}
 JAR=${JAR:-coordinator/target/coordinator.jar}   # another build's jar, for before/after (bench/wrk/before-after.sh)
 mkdir -p "$(dirname "$OUT")"
 LOG="$OUT.txt"; : > "$LOG"

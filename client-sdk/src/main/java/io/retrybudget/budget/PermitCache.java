@@ -19,7 +19,7 @@ final class PermitCache {
   /**
    * The fleet's permit calls aim at C / ASK_SHARE_DIVISOR a second, beside its flushes (0.9 C): a
    * storm then costs about 1.25 C. Half (C / 2) measured 1.62 C, over the 1.5 C bound, at 10,000
-   * clients (bench/results/storm17-summary.md): late probes and lease ends add to the design's share.
+   * clients (storm run "storm17" of 2026-12-01, in git history): late probes and lease ends add to the design's share.
    */
   static final int ASK_SHARE_DIVISOR = 3;
   /** A refusal from Redis is reused at most this long (or the exhausted cache time, if longer). */

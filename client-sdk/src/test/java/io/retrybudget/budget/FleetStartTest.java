@@ -24,7 +24,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A fleet that starts together, on a fake clock against a real Redis: 10,000 budgets of one name in
  * one RedisBudgetClient (each with its own client id, counted by Redis as a client), their timers
  * driven every 100 ms of fake time, 2 first attempts a second each. The 10,000-client storm run
- * collapsed here (bench/results/storm17-10k-10000-r2-summary.md): every budget said hello at once and
+ * collapsed here (storm run "storm17-10k" of 2026-12-01, in git history): every budget said hello at once and
  * flushed every 500 ms before it knew the fleet's size, the replies came after the flush timeout (and
  * so taught nothing), every budget degraded and probed every tick.
  */

@@ -163,7 +163,7 @@ public final class HerdSimulation {
     double capMs = 2000;
     double netMeanMs = 10;
     double netSdMs = 2;
-    String out = "bench/results/herd";
+    String out = "bench/results/herd/herd";
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       if (a.equals("--help") || a.equals("-h")) {
@@ -176,7 +176,7 @@ public final class HerdSimulation {
               --cap-ms X        backoff cap (2000)
               --net-mean-ms X   one-way network delay mean (10)
               --net-sd-ms X     its standard deviation (2)
-              --out PREFIX      writes PREFIX-summary.txt and PREFIX-runs.csv (bench/results/herd)""");
+              --out PREFIX      writes PREFIX-summary.txt and PREFIX-runs.csv (bench/results/herd/herd)""");
         return;
       }
       if (i + 1 >= args.length) {

@@ -121,7 +121,7 @@ public final class LayersBench {
       }
     }
     List<String> scenarios = List.of(o.getOrDefault("scenarios", "outage,partial,slow,slow-flat").split(","));
-    Path out = Path.of(o.getOrDefault("out", "bench/results/layers"));
+    Path out = Path.of(o.getOrDefault("out", "bench/results/layers/layers"));
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }
@@ -373,7 +373,7 @@ public final class LayersBench {
         System.out.println("options: --rate 100 --slow-rate 20 --seconds 10 --healthy-seconds 0 --partial-failure 0.3 "
             + "--ratios 0.1[,0.5] --adaptive-ratio 0.5 --adaptive-attempts 3,8 --throttle-window-ms 10000 --floor 1 "
             + "--slow-ms 1000 --attempt-timeout-ms 200 --scenarios outage,partial,slow,slow-flat --seed 42 "
-            + "--deadline-margins 10[,off,30] --modes naive,budget,suppressed,adaptive --out bench/results/layers");
+            + "--deadline-margins 10[,off,30] --modes naive,budget,suppressed,adaptive --out bench/results/layers/layers");
         System.exit(0);
       }
       if (!args[i].startsWith("--") || i + 1 >= args.length) {

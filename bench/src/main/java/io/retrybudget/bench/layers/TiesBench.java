@@ -214,7 +214,7 @@ public final class TiesBench {
     int runs = Integer.parseInt(o.getOrDefault("runs", "1"));
     int claimAhead = Integer.parseInt(o.getOrDefault("claim-ahead", "2"));
     List<String> modes = List.of(o.getOrDefault("modes", "neither,hedged,tied-held,tied").split(","));
-    Path out = Path.of(o.getOrDefault("out", "bench/results/ties"));
+    Path out = Path.of(o.getOrDefault("out", "bench/results/layers/ties"));
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }

@@ -250,7 +250,7 @@ public final class TiesModel {
         Double.parseDouble(o.getOrDefault("net-ms", "0.1")),
         Long.parseLong(o.getOrDefault("seed", "42")));
     List<String> modes = List.of(o.getOrDefault("modes", "neither,hedged,tied-held,tied").split(","));
-    Path out = Path.of(o.getOrDefault("out", "bench/results/ties-model"));
+    Path out = Path.of(o.getOrDefault("out", "bench/results/layers/ties-model"));
     if (out.getParent() != null) {
       Files.createDirectories(out.getParent());
     }

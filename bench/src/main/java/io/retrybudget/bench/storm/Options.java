@@ -35,7 +35,7 @@ final class Options {
   // fleet strategy: RedisBudgetClient settings; null = the SDK's default
   Integer callTimeoutMillis;
   String fallback;
-  Path out = Path.of("bench/results/storm");
+  Path out = Path.of("bench/results/storm/storm");
   // a fault injected into Redis during the outage: none or scriptflush (SCRIPT FLUSH)
   String fault = "none";
   // standalone, or cluster (3 masters, each with a replica)
@@ -152,7 +152,7 @@ final class Options {
       usage("--mode compare needs --old PREFIX and --new PREFIX (the --out of two storm runs)");
     }
     if (!outGiven && o.mode.equals("steady")) {
-      o.out = Path.of("bench/results/steady");
+      o.out = Path.of("bench/results/steady/steady");
     }
     return o;
   }
@@ -183,7 +183,7 @@ final class Options {
         StormSimulator [--mode storm|steady|compare] [options]
           storm:  --clients 100 --rate 2000 (or --rate-per-client 2) --outage-seconds 30 --healthy-seconds 5
                   --strategies none,local,fleet --max-attempts 3 --backoff-min-ms 10
-                  --backoff-max-ms 50 --seed 42 --out bench/results/storm
+                  --backoff-max-ms 50 --seed 42 --out bench/results/storm/storm
                   [--call-timeout-ms 20] [--fallback local|allow|deny] (fleet: SDK defaults if absent)
                   [--fault none|scriptflush|killmaster] [--fault-at-outage-second 10] (SCRIPT FLUSH, or kill -9
                   of the budget's master, then) [--redis standalone|cluster] (cluster: 3 masters + 3 replicas)
@@ -195,7 +195,7 @@ final class Options {
           compare: --old PREFIX --new PREFIX [--old-label old] [--new-label new] --out PREFIX
                   (two storm runs' --out; writes <out>.png and <out>-summary.md)
           steady: --rates 100,5000 --seconds 20 --latency-calls 20000
-                  --out bench/results/steady (writes <out>-summary.txt)
+                  --out bench/results/steady/steady (writes <out>-summary.txt)
         """;
     if (error != null) {
       throw new IllegalArgumentException(error + "\n" + text);

@@ -62,7 +62,7 @@ public final class TailAtScaleSimulation {
     List<Double> percentiles = List.of(0.90, 0.95, 0.99);
     double initialDelayMs = 10;
     double budgetRatio;
-    String out = "bench/results/tail";
+    String out = "bench/results/tail/tail";
     List<String> scenarios = List.of("pauses", "saturated");
 
     static Options parse(String[] args) {
@@ -137,7 +137,7 @@ public final class TailAtScaleSimulation {
             --initial-delay-ms 10     adaptive: delay until 100 samples are known
             --budget-ratio 0          > 0: hedges ask a LocalRetryBudget with this ratio (floor 0)
             --scenarios pauses,saturated
-            --out bench/results/tail  writes <out>-summary.txt and <out>-runs.csv""";
+            --out bench/results/tail/tail  writes <out>-summary.txt and <out>-runs.csv""";
     }
   }
 
