@@ -53,7 +53,7 @@ public final class ShedPushback {
 
   /** The base for a drain time: whole milliseconds rounded up, clamped to [min, max]. */
   public long baseMillis(long drainNanos) {
-    long ms = drainNanos <= 0 ? 0 : (drainNanos + 999_999) / 1_000_000;
+    long ms = drainNanos <= 0 ? 0 : drainNanos / 1_000_000 + (drainNanos % 1_000_000 == 0 ? 0 : 1); // no overflow
     return Math.max(minMillis, Math.min(maxMillis, ms));
   }
 
