@@ -46,7 +46,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class QueueAdmissionAdaptersTest {
-  private static final List<String> ADAPTERS = List.of("vertx", "jetty", "tomcat");
+  private static final List<String> ADAPTERS = List.of("vertx", "plain", "jetty", "tomcat");
   private final Map<String, AdmissionQueue> queues = new ConcurrentHashMap<>();
   private final Map<String, Integer> ports = new ConcurrentHashMap<>();
   private final Map<String, CompletableFuture<Void>> holds = new ConcurrentHashMap<>();
@@ -55,6 +55,7 @@ class QueueAdmissionAdaptersTest {
       .connectTimeout(Duration.ofSeconds(5)).build();
   private Vertx vertx;
   private HttpServer vertxServer;
+  private HttpServer plainServer;
   private ServletServer jetty;
   private ServletServer tomcat;
 
@@ -92,6 +93,15 @@ class QueueAdmissionAdaptersTest {
     });
     vertxServer = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await();
     ports.put("vertx", vertxServer.actualPort());
+    // a plain Vert.x HTTP server: no router; POST echoes its body (read after the request waited)
+    plainServer = vertx.createHttpServer().requestHandler(VertxQueueAdmission.requestHandler(queues.get("plain"), req -> {
+      String id = req.getParam("id");
+      started.add(id);
+      Future<io.vertx.core.buffer.Buffer> body = req.body();
+      return Future.fromCompletionStage(hold(id), Vertx.currentContext()).compose(v -> body)
+          .compose(b -> req.response().end("ok " + id + (b.length() > 0 ? " " + b : "")));
+    })).listen(0, "127.0.0.1").await();
+    ports.put("plain", plainServer.actualPort());
     jetty = ServletServer.jetty().filter("/work", new QueueAdmissionFilter(queues.get("jetty"))).servlet("/work", servlet());
     ports.put("jetty", jetty.start());
     tomcat = ServletServer.tomcat().filter("/work", new QueueAdmissionFilter(queues.get("tomcat"))).servlet("/work", servlet());
@@ -109,6 +119,7 @@ class QueueAdmissionAdaptersTest {
 
   @AfterAll
   void stop() throws Exception {
+    plainServer.close().await();
     vertxServer.close().await();
     vertx.close().await();
     jetty.close();
@@ -145,7 +156,7 @@ class QueueAdmissionAdaptersTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"vertx", "jetty", "tomcat"})
+  @ValueSource(strings = {"vertx", "plain", "jetty", "tomcat"})
   void aDeadlineThatPassesWhileWaitingIsAnswered504AndTheHandlerNeverRuns(String adapter) {
     AdmissionQueue q = queues.get(adapter);
     String a = id("a");
@@ -171,7 +182,7 @@ class QueueAdmissionAdaptersTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"vertx", "jetty", "tomcat"})
+  @ValueSource(strings = {"vertx", "plain", "jetty", "tomcat"})
   void aQueuedRequestRunsWhenTheWorkerFreesFirstAttemptsBeforeRetries(String adapter) {
     AdmissionQueue q = queues.get(adapter);
     String a = id("a");
@@ -194,7 +205,7 @@ class QueueAdmissionAdaptersTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"vertx", "jetty", "tomcat"})
+  @ValueSource(strings = {"vertx", "plain", "jetty", "tomcat"})
   void aFullQueueShedsWithAPushback(String adapter) {
     AdmissionQueue q = queues.get(adapter);
     String a = id("a");
@@ -217,13 +228,14 @@ class QueueAdmissionAdaptersTest {
     assertEquals(1, q.stats().droppedFull());
   }
 
-  @Test
-  void onVertxAClientThatLeavesWhileWaitingTakesItsRequestOutOfTheQueue() {
-    AdmissionQueue q = queues.get("vertx");
+  @ParameterizedTest
+  @ValueSource(strings = {"vertx", "plain"})
+  void onVertxAClientThatLeavesWhileWaitingTakesItsRequestOutOfTheQueue(String adapter) {
+    AdmissionQueue q = queues.get(adapter);
     String a = id("a");
-    CompletableFuture<HttpResponse<String>> first = occupy("vertx", a);
+    CompletableFuture<HttpResponse<String>> first = occupy(adapter, a);
     String gone = id("gone");
-    CompletableFuture<HttpResponse<String>> left = get("vertx", gone, null, null, Duration.ofMillis(300));
+    CompletableFuture<HttpResponse<String>> left = get(adapter, gone, null, null, Duration.ofMillis(300));
     CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class, left::join);
     assertTrue(e.getCause() instanceof HttpTimeoutException, String.valueOf(e.getCause()));
     Eventually.await("the request left the queue", Duration.ofSeconds(20), () -> q.stats().cancelled() == 1);
@@ -231,5 +243,21 @@ class QueueAdmissionAdaptersTest {
     hold(a).complete(null);
     assertEquals(200, first.join().statusCode());
     assertEquals(List.of(a), started, "the request of the client that left never ran");
+  }
+
+  @Test
+  void onAPlainVertxServerTheBodyOfARequestThatWaitedReachesTheWork() {
+    AdmissionQueue q = queues.get("plain");
+    String a = id("a");
+    CompletableFuture<HttpResponse<String>> first = occupy("plain", a);
+    String b = id("b");
+    HttpRequest post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + ports.get("plain") + "/work?id=" + b))
+        .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString("x".repeat(100_000))).build();
+    CompletableFuture<HttpResponse<String>> waited = http.sendAsync(post, HttpResponse.BodyHandlers.ofString());
+    Eventually.await("b waits", Duration.ofSeconds(20), () -> q.queueLength() == 1);
+    hold(a).complete(null);
+    hold(b).complete(null);
+    assertEquals(200, first.join().statusCode());
+    assertEquals("ok " + b + " " + "x".repeat(100_000), waited.join().body(), "the whole body, after waiting");
   }
 }

@@ -8,8 +8,10 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.ext.web.RoutingContext;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * {@link AdmissionQueue} as the first handler of a Vert.x Web route: a request runs the rest of the
@@ -25,6 +27,9 @@ import java.util.Objects;
  * router.route("/work").handler(VertxQueueAdmission.handler(queue));
  * router.route("/work").handler(ctx -> work(ctx));      // at most 8 at a time
  * }</pre>
+ *
+ * <p>On a plain Vert.x HTTP server (no router), {@link #requestHandler} runs a function that
+ * returns when the work is done.
  */
 public final class VertxQueueAdmission {
   private VertxQueueAdmission() {}
@@ -65,6 +70,122 @@ public final class VertxQueueAdmission {
       }
       new Slot(ctx, context).submit(queue, attempt, deadline, received);
     };
+  }
+
+  /**
+   * For a plain Vert.x HTTP server ({@code vertx.createHttpServer().requestHandler(...)}): each
+   * request waits in the queue, then {@code work} runs it and writes its response; the worker is
+   * released when the future {@code work} returns completes (or fails, or {@code work} throws).
+   * The request is paused while it waits and resumed right after {@code work} is called, so read
+   * the body in {@code work}'s synchronous part ({@code req.body()}). While the request waits the
+   * adapter owns the response's close handler (a client that leaves takes its request out of the
+   * queue); it is cleared before {@code work} runs. Replays are not told apart here (no key
+   * lookup): put the idempotency guard's own replay path in front if you need it.
+   *
+   * <pre>{@code
+   * vertx.createHttpServer().requestHandler(VertxQueueAdmission.requestHandler(queue,
+   *     req -> vertx.timer(10).compose(v -> req.response().end("done")))).listen(8080);
+   * }</pre>
+   */
+  public static Handler<HttpServerRequest> requestHandler(AdmissionQueue queue,
+      Function<HttpServerRequest, Future<?>> work) {
+    Objects.requireNonNull(queue, "queue must not be null");
+    Objects.requireNonNull(work, "work must not be null");
+    return req -> {
+      long received = queue.nanoTime();
+      int attempt = RetryAwareAdmission.attemptOf(req.getHeader(RetryAwareAdmission.ATTEMPT_HEADER));
+      long deadline = queue.deadlineMillis(new PlainView(req));
+      Context context = Vertx.currentContext();
+      req.pause();
+      boolean[] decided = {false};
+      AdmissionQueue.Ticket[] ticket = {null};
+      AdmissionQueue.Waiter waiter = new AdmissionQueue.Waiter() {
+        @Override
+        public void start(AdmissionQueue.Permit permit) {
+          run(context, () -> {
+            decided[0] = true;
+            if (req.response().closed()) {
+              permit.release();
+              return;
+            }
+            req.response().closeHandler(null);
+            Future<?> done;
+            try {
+              done = work.apply(req);
+            } catch (RuntimeException e) {
+              permit.release();
+              req.resume();
+              throw e;
+            }
+            req.resume();
+            if (done == null) {
+              permit.release();
+            } else {
+              done.onComplete(r -> permit.release());
+            }
+          });
+        }
+
+        @Override
+        public void reject(AdmissionQueue.Rejection rejection) {
+          run(context, () -> {
+            decided[0] = true;
+            VertxIdempotency.write(req.response(), rejection.answer());
+          });
+        }
+      };
+      req.response().closeHandler(v -> {
+        if (!decided[0] && ticket[0] != null) {
+          ticket[0].cancel(); // the client left while its request waited
+        }
+      });
+      ticket[0] = queue.submit(attempt, deadline, received, waiter);
+    };
+  }
+
+  private static void run(Context context, Runnable r) {
+    if (context == null || Vertx.currentContext() == context) {
+      r.run();
+    } else {
+      context.runOnContext(v -> r.run());
+    }
+  }
+
+  /** The headers the queue reads of a plain request. */
+  private record PlainView(HttpServerRequest req) implements RequestView {
+    @Override
+    public String method() {
+      return req.method().name();
+    }
+
+    @Override
+    public String route() {
+      return "";
+    }
+
+    @Override
+    public String target() {
+      return req.uri();
+    }
+
+    @Override
+    public String header(String name) {
+      return req.getHeader(name);
+    }
+
+    @Override
+    public java.util.List<String> headers(String name, int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException("max must be >= 1, was " + max);
+      }
+      java.util.List<String> all = req.headers().getAll(name);
+      return java.util.List.copyOf(all.size() <= max ? all : all.subList(all.size() - max, all.size()));
+    }
+
+    @Override
+    public byte[] body() {
+      return new byte[0];
+    }
   }
 
   /** One request's place: its decision is acted on on the request's context, where its end is seen too. */
