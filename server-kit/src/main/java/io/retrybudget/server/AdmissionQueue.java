@@ -8,6 +8,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongFunction;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -69,16 +70,9 @@ public final class AdmissionQueue implements AutoCloseable {
      * called. Returns whether it was still waiting.
      */
     public boolean cancel() {
-      List<QueuePolicy.Action<Ticket>> actions;
-      long drain;
-      synchronized (lock) {
-        actions = policy.cancel(this, nanoClock.getAsLong());
-        drain = drainNanos();
-        timer.rearm(policy.nextExpiryNanos());
-      }
-      boolean found = actions.stream().anyMatch(a -> a.item() == this);
-      run(actions, drain);
-      return found;
+      // the same event may first drop it as expired: then it is told, and was not cancelled
+      return decide(now -> policy.cancel(this, now)).stream().anyMatch(a -> a.item() == this
+          && a instanceof QueuePolicy.Drop<Ticket> d && d.reason() == QueueDrop.CANCELLED);
     }
 
     /**
@@ -143,15 +137,11 @@ public final class AdmissionQueue implements AutoCloseable {
     Ticket ticket = new Ticket(waiter);
     long deadline = deadlineMillis < 0 ? QueuePolicy.NO_DEADLINE
         : receivedNanos + Math.min(deadlineMillis, config.maxDeadlineMillis()) * 1_000_000L;
-    List<QueuePolicy.Action<Ticket>> actions;
-    long drain;
-    synchronized (lock) {
-      actions = policy.offer(ticket, attempt > 1, deadline, nanoClock.getAsLong());
+    decide(now -> {
+      List<QueuePolicy.Action<Ticket>> actions = policy.offer(ticket, attempt > 1, deadline, now);
       ticket.expiresAtNanos = policy.expiresAt(ticket);
-      drain = drainNanos();
-      timer.rearm(policy.nextExpiryNanos());
-    }
-    run(actions, drain);
+      return actions;
+    });
     return ticket;
   }
 
@@ -171,14 +161,7 @@ public final class AdmissionQueue implements AutoCloseable {
 
   /** Drops what has expired now (the timer does this; a thread waiting for a decision may too). */
   public void expire() {
-    List<QueuePolicy.Action<Ticket>> actions;
-    long drain;
-    synchronized (lock) {
-      actions = policy.expire(nanoClock.getAsLong());
-      drain = drainNanos();
-      timer.rearm(policy.nextExpiryNanos());
-    }
-    run(actions, drain);
+    decide(policy::expire);
   }
 
   /** Whether a request arriving now would wait (every worker busy). */
@@ -236,6 +219,22 @@ public final class AdmissionQueue implements AutoCloseable {
   /** The time the work held now takes to finish: (running + waiting) / K average service times. Under the lock. */
   private long drainNanos() {
     return (long) ((policy.running() + policy.size()) * serviceNanos / config.workers());
+  }
+
+  /**
+   * One event: the policy decides under the lock at the clock's time, the timer is re-armed, and
+   * the actions run outside the lock. Returns the actions.
+   */
+  private List<QueuePolicy.Action<Ticket>> decide(LongFunction<List<QueuePolicy.Action<Ticket>>> event) {
+    List<QueuePolicy.Action<Ticket>> actions;
+    long drain;
+    synchronized (lock) {
+      actions = event.apply(nanoClock.getAsLong());
+      drain = drainNanos();
+      timer.rearm(policy.nextExpiryNanos());
+    }
+    run(actions, drain);
+    return actions;
   }
 
   private void run(List<QueuePolicy.Action<Ticket>> actions, long drainNanos) {
@@ -301,17 +300,11 @@ public final class AdmissionQueue implements AutoCloseable {
       if (!released.compareAndSet(false, true)) {
         return;
       }
-      List<QueuePolicy.Action<Ticket>> actions;
-      long drain;
-      synchronized (lock) {
-        long now = nanoClock.getAsLong();
+      decide(now -> {
         long took = Math.max(0, now - startedAt);
         serviceNanos = serviceNanos == 0 ? took : serviceNanos + SERVICE_EWMA_WEIGHT * (took - serviceNanos);
-        actions = policy.release(now);
-        drain = drainNanos();
-        timer.rearm(policy.nextExpiryNanos());
-      }
-      run(actions, drain);
+        return policy.release(now);
+      });
     }
   }
 

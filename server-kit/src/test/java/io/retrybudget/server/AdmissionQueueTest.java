@@ -246,4 +246,18 @@ class AdmissionQueueTest {
     assertFalse(q.lifo());
     assertEquals(List.of("replay q", "start q first 0ms", "drop q codel 10ms", "start q retry 1ms"), events);
   }
+
+  @Test
+  void aCancelThatFindsTheRequestExpiredLetsItBeAnsweredAndSaysItWasNotWaiting() {
+    long[] now = {0};
+    AdmissionQueue q = AdmissionQueue.builder(QueueConfig.builder(1).build()).nanoClock(() -> now[0])
+        .scheduler((task, delay) -> () -> {}).build(); // a timer that has not fired yet
+    submit(q, 1, -1);
+    Told b = new Told();
+    AdmissionQueue.Ticket t = q.submit(1, 10, 0, b);
+    now[0] = 10_000_000L;
+    assertFalse(t.cancel(), "it had expired: not cancelled");
+    assertEquals(QueueDrop.DEADLINE, b.rejection.reason(), "answered by the event that found it expired");
+    assertEquals(0, q.stats().cancelled());
+  }
 }
