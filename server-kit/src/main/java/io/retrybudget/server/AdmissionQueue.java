@@ -130,13 +130,15 @@ public final class AdmissionQueue implements AutoCloseable {
   /**
    * A request arrives. {@code attempt}: 1 for a first attempt, more for a retry or hedge;
    * {@code deadlineMillis}: how long its caller waits from {@code receivedNanos} (on {@link
-   * #nanoTime()}'s clock), -1 for no deadline, 0 when it has already given up.
+   * #nanoTime()}'s clock), -1 for no deadline, 0 when it has already given up. It is not started
+   * once less than {@code deadlineMargin} is left.
    */
   public Ticket submit(int attempt, long deadlineMillis, long receivedNanos, Waiter waiter) {
     Objects.requireNonNull(waiter, "waiter must not be null");
     Ticket ticket = new Ticket(waiter);
     long deadline = deadlineMillis < 0 ? QueuePolicy.NO_DEADLINE
-        : receivedNanos + Math.min(deadlineMillis, config.maxDeadlineMillis()) * 1_000_000L;
+        : receivedNanos + Math.min(deadlineMillis, config.maxDeadlineMillis()) * 1_000_000L
+            - config.deadlineMarginNanos();
     decide(now -> {
       List<QueuePolicy.Action<Ticket>> actions = policy.offer(ticket, attempt > 1, deadline, now);
       ticket.expiresAtNanos = policy.expiresAt(ticket);

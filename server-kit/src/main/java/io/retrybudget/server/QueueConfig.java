@@ -19,6 +19,9 @@ import java.util.Objects;
  *       first (its caller is the likeliest to still be waiting); first in, first out otherwise.
  *   <li>{@code pushback} (default {@link ShedPushback#defaults()}): how shed answers spread retries.
  *   <li>{@code maxDeadline} (default 1 h): the largest {@code X-Request-Deadline-Ms} believed.
+ *   <li>{@code deadlineMargin} (default 0): a request is not started once less than this is left of
+ *       its deadline (set it to about the handler's service time: a request that cannot finish in
+ *       time is answered 504 instead of worked on for a caller who will have gone).
  *   <li>{@code overloadRetryAfter} (default 30 s): {@code Retry-After} of a do-not-retry shed answer
  *       (only when the {@link ServiceOverloadSignal} says the whole service is overloaded).
  *   <li>{@code name} (default {@code server-kit}): the {@code queue} tag of its metrics.
@@ -34,6 +37,7 @@ public final class QueueConfig {
   private final boolean adaptiveLifo;
   private final ShedPushback pushback;
   private final long maxDeadlineMillis;
+  private final long deadlineMarginNanos;
   private final Duration overloadRetryAfter;
 
   private QueueConfig(Builder b) {
@@ -46,6 +50,7 @@ public final class QueueConfig {
     this.adaptiveLifo = b.adaptiveLifo;
     this.pushback = b.pushback;
     this.maxDeadlineMillis = b.maxDeadline.toMillis();
+    this.deadlineMarginNanos = b.deadlineMargin.toNanos();
     this.overloadRetryAfter = b.overloadRetryAfter;
   }
 
@@ -90,6 +95,10 @@ public final class QueueConfig {
     return maxDeadlineMillis;
   }
 
+  public long deadlineMarginNanos() {
+    return deadlineMarginNanos;
+  }
+
   public Duration overloadRetryAfter() {
     return overloadRetryAfter;
   }
@@ -98,7 +107,8 @@ public final class QueueConfig {
   public String toString() {
     return "QueueConfig[name=" + name + ", workers=" + workers + ", maxQueue=" + maxQueue + ", shortTimeout="
         + Duration.ofNanos(shortTimeoutNanos) + ", longTimeout=" + Duration.ofNanos(longTimeoutNanos) + ", interval="
-        + Duration.ofNanos(intervalNanos) + ", adaptiveLifo=" + adaptiveLifo + ", " + pushback + "]";
+        + Duration.ofNanos(intervalNanos) + ", adaptiveLifo=" + adaptiveLifo + ", deadlineMargin="
+        + Duration.ofNanos(deadlineMarginNanos) + ", " + pushback + "]";
   }
 
   public static final class Builder {
@@ -112,6 +122,7 @@ public final class QueueConfig {
     private ShedPushback pushback = ShedPushback.defaults();
     private Duration maxDeadline = Duration.ofMillis(HttpRetryRules.MAX_DEADLINE_MILLIS);
     private Duration overloadRetryAfter = Duration.ofSeconds(30);
+    private Duration deadlineMargin = Duration.ZERO;
 
     private Builder(int workers) {
       if (workers < 1 || workers > 100_000) {
@@ -173,6 +184,15 @@ public final class QueueConfig {
         throw new IllegalArgumentException("maxDeadline must be in [1 ms, 1 h], was " + max);
       }
       this.maxDeadline = max;
+      return this;
+    }
+
+    /** Not started once less than this is left of its deadline, in [0, 1 h] (default 0). */
+    public Builder deadlineMargin(Duration margin) {
+      if (margin == null || margin.isNegative() || margin.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException("deadlineMargin must be in [0, 1 h], was " + margin);
+      }
+      this.deadlineMargin = margin;
       return this;
     }
 

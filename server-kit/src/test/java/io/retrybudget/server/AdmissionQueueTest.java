@@ -260,4 +260,23 @@ class AdmissionQueueTest {
     assertEquals(QueueDrop.DEADLINE, b.rejection.reason(), "answered by the event that found it expired");
     assertEquals(0, q.stats().cancelled());
   }
+
+  @Test
+  void withADeadlineMarginARequestThatCannotFinishInTimeIsNotStarted() {
+    AdmissionQueue q = queue(QueueConfig.builder(1).deadlineMargin(Duration.ofMillis(20))
+        .longTimeout(Duration.ofSeconds(1)).interval(Duration.ofSeconds(1)), () -> 0.5);
+    Told tooShort = submit(q, 1, 15);
+    assertEquals(QueueDrop.DEADLINE, tooShort.rejection.reason(), "15 ms left, 20 needed: not started, worker free");
+    Told a = submit(q, 1, 21);
+    assertTrue(a.permit != null, "21 ms left: started");
+    Told b = submit(q, 1, 30);
+    clock.runUntil(at(9));
+    assertEquals(0, b.calls);
+    clock.runUntil(at(10));
+    assertEquals(QueueDrop.DEADLINE, b.rejection.reason(), "dropped when 20 ms were left");
+    assertEquals(504, b.rejection.answer().status());
+    assertEquals("deadlineMargin must be in [0, 1 h], was PT-0.001S",
+        assertThrows(IllegalArgumentException.class, () -> QueueConfig.builder(1).deadlineMargin(Duration.ofMillis(-1)))
+            .getMessage());
+  }
 }
