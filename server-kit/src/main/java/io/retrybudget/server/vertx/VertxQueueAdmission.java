@@ -98,11 +98,12 @@ public final class VertxQueueAdmission {
       Context context = Vertx.currentContext();
       req.pause();
       boolean[] decided = {false};
+      boolean[] submitting = {true};
       AdmissionQueue.Ticket[] ticket = {null};
       AdmissionQueue.Waiter waiter = new AdmissionQueue.Waiter() {
         @Override
         public void start(AdmissionQueue.Permit permit) {
-          run(context, () -> {
+          run(context, submitting[0], () -> {
             decided[0] = true;
             if (req.response().closed()) {
               permit.release();
@@ -128,7 +129,7 @@ public final class VertxQueueAdmission {
 
         @Override
         public void reject(AdmissionQueue.Rejection rejection) {
-          run(context, () -> {
+          run(context, submitting[0], () -> {
             decided[0] = true;
             VertxIdempotency.write(req.response(), rejection.answer());
           });
@@ -139,12 +140,17 @@ public final class VertxQueueAdmission {
           ticket[0].cancel(); // the client left while its request waited
         }
       });
-      ticket[0] = queue.submit(attempt, deadline, received, waiter);
+      try {
+        ticket[0] = queue.submit(attempt, deadline, received, waiter);
+      } finally {
+        submitting[0] = false;
+      }
     };
   }
 
-  private static void run(Context context, Runnable r) {
-    if (context == null || Vertx.currentContext() == context) {
+  /** As {@code Slot.onContext}: at once only when decided on arrival, on the request's context. */
+  private static void run(Context context, boolean onArrival, Runnable r) {
+    if (context == null || (onArrival && Vertx.currentContext() == context)) {
       r.run();
     } else {
       context.runOnContext(v -> r.run());
@@ -195,6 +201,7 @@ public final class VertxQueueAdmission {
     private AdmissionQueue.Ticket ticket; // on the context only
     private AdmissionQueue.Permit permit;
     private boolean ended;
+    private boolean submitting;
 
     Slot(RoutingContext ctx, Context context) {
       this.ctx = ctx;
@@ -203,7 +210,13 @@ public final class VertxQueueAdmission {
 
     void submit(AdmissionQueue queue, int attempt, long deadline, long received) {
       ctx.addEndHandler(done -> ended());
-      AdmissionQueue.Ticket t = queue.submit(attempt, deadline, received, this);
+      submitting = true;
+      AdmissionQueue.Ticket t;
+      try {
+        t = queue.submit(attempt, deadline, received, this);
+      } finally {
+        submitting = false;
+      }
       if (!ended) {
         ticket = t;
       }
@@ -218,8 +231,13 @@ public final class VertxQueueAdmission {
       }
     }
 
+    /**
+     * Decided on arrival: at once. Decided later (another request's release, the timer): on the
+     * request's context, as a task of its own — never inside the releasing request's end, which
+     * would nest one handler in the other for every request in the queue.
+     */
     private void onContext(Runnable r) {
-      if (Vertx.currentContext() == context) {
+      if (submitting && Vertx.currentContext() == context) {
         r.run();
       } else {
         context.runOnContext(v -> r.run());
