@@ -83,6 +83,15 @@ public interface ServerKitListener {
   /** A shed answer was sent: wait (positive pushback) or do not retry (the whole service is overloaded). */
   default void onShedAnswer(String limiter, boolean doNotRetry) {}
 
+  /**
+   * A request of the {@link AdmissionQueue} named {@code queue} got a worker after waiting
+   * {@code waitedNanos} (0 when a worker was free on arrival); {@code retry}: its partition.
+   */
+  default void onQueueStart(String queue, boolean retry, long waitedNanos) {}
+
+  /** A request left the queue named {@code queue} without running, after waiting {@code waitedNanos}. */
+  default void onQueueDrop(String queue, boolean retry, QueueDrop reason, long waitedNanos) {}
+
   /** A middle layer answered upstream with do-not-retry, for {@code reason}. */
   default void onSuppression(Downstream.Reason reason) {}
 

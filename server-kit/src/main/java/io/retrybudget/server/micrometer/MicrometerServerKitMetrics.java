@@ -4,13 +4,17 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.retrybudget.server.AdmissionQueue;
 import io.retrybudget.server.ClaimStore;
 import io.retrybudget.server.Downstream;
 import io.retrybudget.server.IdempotencyGuard;
+import io.retrybudget.server.QueueDrop;
 import io.retrybudget.server.RetryAwareAdmission;
 import io.retrybudget.server.ServerKitListener;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -25,6 +29,13 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>{@code retry.server.admission} {limiter, partition = first|retry, result = admitted|shed}
  *   <li>{@code retry.server.admission.shed.answers} {limiter, pushback = wait|do_not_retry}
  *   <li>{@code retry.server.suppressions} {reason = budget_exhausted|failed_after_retries|downstream_said_stop}
+ *   <li>{@code retry.server.queue.started} {queue, partition = first|retry} [retry_server_queue_started_total]
+ *   <li>{@code retry.server.queue.drops} {queue, reason = deadline|codel|full|cancelled}
+ *       [retry_server_queue_drops_total]
+ *   <li>timer {@code retry.server.queue.sojourn} {queue, result = started|dropped}: time spent waiting
+ *       [retry_server_queue_sojourn_seconds_count/_sum/_max]
+ *   <li>gauges {@code retry.server.queue.length}, {@code retry.server.queue.running},
+ *       {@code retry.server.queue.lifo} (1 while the queue serves newest first) {queue}
  *   <li>gauges {@code retry.server.admission.limit} and {@code retry.server.admission.inflight}
  *       {limiter}; {@code retry.server.idempotency.renewing} (leases being renewed);
  *       counters {@code retry.server.claims.unanswered} {result = sent|abandoned}
@@ -42,6 +53,7 @@ public final class MicrometerServerKitMetrics implements ServerKitListener {
   private final int maxRoutes;
   private final java.util.Set<String> routes = ConcurrentHashMap.newKeySet();
   private final ConcurrentHashMap<String, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Timer> timers = new ConcurrentHashMap<>();
 
   public MicrometerServerKitMetrics(MeterRegistry registry) {
     this(registry, 100);
@@ -115,6 +127,44 @@ public final class MicrometerServerKitMetrics implements ServerKitListener {
   public void onSuppression(Downstream.Reason reason) {
     counter("retry.server.suppressions", "Middle-layer answers that told the layer above not to retry",
         "reason", reason.name().toLowerCase(Locale.ROOT)).increment();
+  }
+
+  @Override
+  public void onQueueStart(String queue, boolean retry, long waitedNanos) {
+    counter("retry.server.queue.started", "Requests the admission queue gave a worker, by partition", "queue", queue,
+        "partition", retry ? "retry" : "first").increment();
+    sojourn(queue, "started").record(waitedNanos, TimeUnit.NANOSECONDS);
+  }
+
+  @Override
+  public void onQueueDrop(String queue, boolean retry, QueueDrop reason, long waitedNanos) {
+    counter("retry.server.queue.drops", "Requests that left the admission queue without running, by reason", "queue",
+        queue, "reason", reason.tag()).increment();
+    sojourn(queue, "dropped").record(waitedNanos, TimeUnit.NANOSECONDS);
+  }
+
+  private Timer sojourn(String queue, String result) {
+    String id = queue + '\u0000' + result;
+    Timer t = timers.get(id);
+    if (t == null) {
+      t = timers.computeIfAbsent(id, k -> Timer.builder("retry.server.queue.sojourn")
+          .description("Time requests waited in the admission queue").tags("queue", queue, "result", result)
+          .register(registry));
+    }
+    return t;
+  }
+
+  /** Gauges of an admission queue: requests waiting, running, and whether it serves newest first. */
+  public MicrometerServerKitMetrics monitor(AdmissionQueue queue) {
+    Gauge.builder("retry.server.queue.length", queue, AdmissionQueue::queueLength)
+        .description("Requests waiting for a worker").tag("queue", queue.name()).strongReference(false)
+        .register(registry);
+    Gauge.builder("retry.server.queue.running", queue, AdmissionQueue::running)
+        .description("Requests holding a worker").tag("queue", queue.name()).strongReference(false).register(registry);
+    Gauge.builder("retry.server.queue.lifo", queue, q -> q.lifo() ? 1 : 0)
+        .description("1 while the queue is standing and serves newest first").tag("queue", queue.name())
+        .strongReference(false).register(registry);
+    return this;
   }
 
   /** Gauges of a limiter's current limit and requests in flight. */
