@@ -1,9 +1,9 @@
 package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.LogLimiter;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -227,7 +227,7 @@ public final class RedisBudgetClient implements AutoCloseable {
         return false;
       }
       BudgetScripts sc = new BudgetScripts(s);
-      ConcurrentHashMap<String, io.retrybudget.budget.redis.BudgetKeys> keys = new ConcurrentHashMap<>();
+      ConcurrentHashMap<String, io.retrybudget.budget.redis.protocol.BudgetKeys> keys = new ConcurrentHashMap<>();
       // each budget name's keys made once: standalone and Cluster differ in the index key
       port = (call, sequence) -> sc.budget(call, keys.computeIfAbsent(call.name(), sc::keys), sequence);
       scripts = sc;

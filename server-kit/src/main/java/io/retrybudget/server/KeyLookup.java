@@ -1,7 +1,7 @@
 package io.retrybudget.server;
 
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
