@@ -7,12 +7,22 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * One of the scripts in lua/ (packaged as resources): its text and the SHA-1 Redis knows it by.
  * The .lua files are the single source; no script text lives in Java.
+ *
+ * <p>A script's line {@code --#include NAME} stands for the text of {@code lua/fragments/NAME} (the
+ * rules budget.lua and status.lua share): {@link #load} puts it in that line's place, so the text
+ * Redis runs, and its SHA-1, is self-contained. {@code lua/assemble.sh} does the same outside Java,
+ * byte for byte. A fragment includes nothing itself.
  */
 public final class LuaScript {
+  // before the scripts: their loading uses it
+  private static final Pattern INCLUDE = Pattern.compile("(?m)^--#include ([A-Za-z0-9._-]+\\.lua)$");
   public static final LuaScript BUDGET = load("budget.lua");
   public static final LuaScript STATUS = load("status.lua");
   public static final LuaScript CONFIGURE = load("configure.lua");
@@ -37,13 +47,42 @@ public final class LuaScript {
     this.sha1 = sha1Hex(body);
   }
 
+  /** A script of lua/ by file name, its {@code --#include} lines replaced by their fragments. */
   public static LuaScript load(String fileName) {
-    String resource = "/io/retrybudget/lua/" + fileName;
+    return new LuaScript(fileName, assemble(read(fileName), LuaScript::fragment));
+  }
+
+  /** The text of {@code lua/fragments/NAME} as packaged. */
+  public static String fragment(String name) {
+    return read("fragments/" + name);
+  }
+
+  /**
+   * {@code script} with every line {@code --#include NAME} replaced by {@code fragments.apply(NAME)}
+   * (one trailing line break of it dropped: the line's own stays). A fragment that includes another
+   * is refused.
+   */
+  static String assemble(String script, Function<String, String> fragments) {
+    Matcher m = INCLUDE.matcher(script);
+    StringBuilder out = new StringBuilder(script.length() + 8192);
+    while (m.find()) {
+      String text = fragments.apply(m.group(1));
+      if (INCLUDE.matcher(text).find()) {
+        throw new IllegalStateException("fragment " + m.group(1) + " includes another; fragments include nothing");
+      }
+      m.appendReplacement(out, Matcher.quoteReplacement(text.endsWith("\n") ? text.substring(0, text.length() - 1) : text));
+    }
+    m.appendTail(out);
+    return out.toString();
+  }
+
+  private static String read(String path) {
+    String resource = "/io/retrybudget/lua/" + path;
     try (InputStream in = LuaScript.class.getResourceAsStream(resource)) {
       if (in == null) {
         throw new IllegalStateException("script resource missing: " + resource);
       }
-      return new LuaScript(fileName, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read script " + resource, e);
     }
