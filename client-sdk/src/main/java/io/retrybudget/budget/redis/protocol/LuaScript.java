@@ -21,7 +21,8 @@ import java.util.regex.Pattern;
  * byte for byte. A fragment includes nothing itself.
  */
 public final class LuaScript {
-  // before the scripts: their loading uses it
+  // before the scripts: their loading uses these
+  private static final String SDK_SCRIPTS = "/io/retrybudget/lua/";
   private static final Pattern INCLUDE = Pattern.compile("(?m)^--#include ([A-Za-z0-9._-]+\\.lua)$");
   public static final LuaScript BUDGET = load("budget.lua");
   public static final LuaScript STATUS = load("status.lua");
@@ -49,12 +50,26 @@ public final class LuaScript {
 
   /** A script of lua/ by file name, its {@code --#include} lines replaced by their fragments. */
   public static LuaScript load(String fileName) {
-    return new LuaScript(fileName, assemble(read(fileName), LuaScript::fragment));
+    return load(LuaScript.class, SDK_SCRIPTS, fileName);
+  }
+
+  /**
+   * A script another module packages: {@code fileName} in the resource directory {@code directory}
+   * (absolute, ending in {@code /}) of {@code owner}'s module, its includes from the {@code fragments/}
+   * directory beside it. (server-kit packages its scripts apart from the SDK's, so no package is
+   * split between the two jars.)
+   */
+  public static LuaScript load(Class<?> owner, String directory, String fileName) {
+    if (!directory.startsWith("/") || !directory.endsWith("/")) {
+      throw new IllegalArgumentException("directory must be absolute and end in '/', was " + directory);
+    }
+    return new LuaScript(fileName, assemble(read(owner, directory + fileName),
+        name -> read(owner, directory + "fragments/" + name)));
   }
 
   /** The text of {@code lua/fragments/NAME} as packaged. */
   public static String fragment(String name) {
-    return read("fragments/" + name);
+    return read(LuaScript.class, SDK_SCRIPTS + "fragments/" + name);
   }
 
   /**
@@ -76,9 +91,8 @@ public final class LuaScript {
     return out.toString();
   }
 
-  private static String read(String path) {
-    String resource = "/io/retrybudget/lua/" + path;
-    try (InputStream in = LuaScript.class.getResourceAsStream(resource)) {
+  private static String read(Class<?> owner, String resource) {
+    try (InputStream in = owner.getResourceAsStream(resource)) {
       if (in == null) {
         throw new IllegalStateException("script resource missing: " + resource);
       }
