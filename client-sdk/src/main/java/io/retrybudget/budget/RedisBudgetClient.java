@@ -170,6 +170,16 @@ public final class RedisBudgetClient implements AutoCloseable {
     return false;
   }
 
+  /** True while at least one budget decides from its fallback because Redis answers too slowly ({@link RetryBudget#isSlow()}). */
+  public boolean isSlow() {
+    for (RedisRetryBudget budget : budgets) {
+      if (budget.isSlow()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   RedisBudgetStore store() {
     return store;
   }

@@ -329,6 +329,11 @@ final class RedisRetryBudget implements RetryBudget {
     return health.state() == RedisHealth.State.DEGRADED || fleet.port() == null;
   }
 
+  @Override
+  public boolean isSlow() {
+    return health.state() == RedisHealth.State.SLOW && !isDegraded();
+  }
+
   /** How this budget sees Redis (for tests and diagnostics). */
   RedisHealth.State health() {
     return health.state();

@@ -68,6 +68,7 @@ final class RetryBudgetStatus implements AutoCloseable {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("name", name);
     out.put("degraded", budget.isDegraded());
+    out.put("slow", budget.isSlow());
     RedisBudgetStore s = null;
     try {
       s = store();
