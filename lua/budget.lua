@@ -34,93 +34,11 @@ local MAX_DEBT = 9000000000000
 local cfg_key, win_key, cli_key, idx_key, pace_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if pace_key == nil then return redis.error_reply('ERR invalid keys: 5 expected') end
 
--- pace: begin. The paced rule in integers (micro-permits: 10^6 per permit). status.lua holds the
--- same text; io.retrybudget.budget.internal.PaceArithmetic is the same rule in Java (parity-tested).
-local PPM = 1000000
-local MAX_RATE = 1000000000
--- the time the window's first attempts span (ms): the whole window once it has had first attempts
--- for that long (the leaving bucket holds some, or `oldest`, the oldest bucket in it that does, is
--- nil); a younger or newly busy budget's since the start of that bucket, at least one bucket
-local function pace_span(oldest, cur, now, bucket_ms, window_ms)
-  if oldest == nil or oldest <= cur - 10 then return window_ms end
-  local span = now - oldest * bucket_ms
-  if span < bucket_ms then span = bucket_ms end
-  if span > window_ms then span = window_ms end
-  return span
-end
--- the rate the balance refills at, micro-permits a second: the window's first attempts a second
--- (over the time they span) times the ratio, rounded down, plus the floor; split so that every
--- product stays exact; first attempts above 10^9 a second count as 10^9
-local function pace_rate(requests, span_ms, ratio_ppm, min_rps)
-  if requests * 1000 >= MAX_RATE * span_ms then return MAX_RATE * ratio_ppm + min_rps * PPM end
-  local reqk = requests * 1000
-  local whole = math.floor(reqk / span_ms)
-  local rest = reqk - whole * span_ms
-  return whole * ratio_ppm + math.floor(rest * ratio_ppm / span_ms) + min_rps * PPM
-end
--- the balance's cap: half a second of that rate, at least one whole permit unless the rate is zero
-local function pace_cap(refill)
-  local cap = math.floor(refill / 2)
-  if refill > 0 and cap < PPM then cap = PPM end
-  return cap
-end
--- a new balance (none stored): what the window's first attempts and floor deposited, under the cap
--- (so a budget that has had steady traffic starts full, one that has had little does not)
-local function pace_start(requests, window_s, ratio_ppm, min_rps, cap)
-  if requests >= 9000000000 then return cap end
-  local balance = requests * ratio_ppm + min_rps * window_s * PPM
-  if balance > cap then balance = cap end
-  return balance
-end
--- the balance carried from `at` to `now` (Redis ms): the floor's refill for the time between, then
--- `add` first attempts' deposits, never above the cap (sums that leave the exact range of a double
--- are far above any cap, and end at the cap)
-local function pace_refill(balance, at, now, add, ratio_ppm, min_rps, cap)
-  local elapsed = now - at
-  if elapsed < 0 then elapsed = 0 end
-  if elapsed >= 9000000 then balance = cap else balance = balance + elapsed * min_rps * 1000 end
-  if add >= 9000000000 then balance = cap else balance = balance + add * ratio_ppm end
-  if balance > cap then balance = cap end
-  return balance
-end
--- ms until the balance holds a whole permit at the refill rate; 0: it does; -1: it never refills
-local function pace_next_ms(balance, refill)
-  if balance >= PPM then return 0 end
-  if refill == 0 then return -1 end
-  return math.floor(((PPM - balance) * 1000 + refill - 1) / refill)
-end
--- The trust model's caps. One call's report counts up to the larger of 10^6 and 10^9 / max_calls_per_s
--- (a second of the most the rate counts, shared by the calls a second the budget allows); a bucket
--- holds at most what 10^9 first attempts a second fill it with, and sums stop there.
-local function trust_call_cap(max_calls)
-  return math.max(PPM, math.ceil(MAX_RATE / max_calls))
-end
-local function trust_bucket_cap(bucket_ms)
-  return MAX_RATE / 1000 * bucket_ms
-end
-local function trust_add(count, add, cap)
-  local v = count + add
-  if v > cap then v = cap end
-  return v
-end
--- a slot of the ring that can be counted: every count in [0, cap], its last grant time not negative
-local function trust_slot_ok(q, g, d, a, l, cap)
-  return q >= 0 and g >= 0 and d >= 0 and a >= 0 and l >= 0 and q <= cap and g <= cap and d <= cap and a <= cap
-end
--- The fleet record (the clients hash's field '') brought to `epoch`: clients counted in it, clients
--- counted in the epoch before, and whether the record was already of this epoch. A record of an
--- earlier epoch gives its count as the epoch before's (the last epoch with calls: every client that
--- still lives was in it); one stamped ahead of this clock (a failover to a replica whose clock is
--- behind) carries the most it knew; one that is not of the form `<epoch>:<n>:<n>` reads as none.
-local function fleet_read(record, epoch)
-  local e, n, p = string.match(record or '', '^(%d+):(%d+):(%d+)$')
-  e, n, p = tonumber(e), tonumber(n), tonumber(p)
-  if e == epoch then return n, p, true end
-  if e == nil then return 0, 0, false end
-  if e < epoch then return 0, n, false end
-  return 0, math.max(n, p), false
-end
--- pace: end
+-- The rules budget.lua and status.lua share, one text each in lua/fragments/: a line
+-- "--#include NAME" stands for that file's text (lua/README.md, "Fragments").
+--#include pace.lua
+--#include trust.lua
+--#include fleet.lua
 
 local function int(i)
   local v = tonumber(ARGV[i])

@@ -1,8 +1,8 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.redis.BudgetCall;
-import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.ClientSequence;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.ClientSequence;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
 

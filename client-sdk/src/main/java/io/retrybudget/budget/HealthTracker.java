@@ -1,6 +1,6 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.redis.BrokenBudgetException;
+import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;

@@ -61,7 +61,7 @@ final class PendingCounts {
 
   /**
    * Counts that go with the next call: those of a call Redis did not apply, and those beyond what one
-   * call may report (the trust model's cap, {@link io.retrybudget.budget.redis.BudgetCall}).
+   * call may report (the trust model's cap, {@link io.retrybudget.budget.redis.protocol.BudgetCall}).
    */
   void sendAgain(long requests, long denied, long retries) {
     resendRequests.add(requests);

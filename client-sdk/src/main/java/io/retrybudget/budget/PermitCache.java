@@ -2,7 +2,7 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
-import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;

@@ -1,9 +1,9 @@
 package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.LogLimiter;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -50,8 +50,7 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final LongSupplier millisClock;
   private final ScheduledExecutorService scheduler;
   private final Set<RedisRetryBudget> budgets = ConcurrentHashMap.newKeySet();
-  // per budget name with live budgets here: how many, and the fleet size one of them last learned
-  private final ConcurrentHashMap<String, FleetView> fleets = new ConcurrentHashMap<>();
+  private final ProcessFleets fleets = new ProcessFleets();
   private volatile RedisBudgetStore store;
   private volatile BudgetScripts scripts;
   private volatile FleetRegistry.Port port; // set with scripts
@@ -111,51 +110,27 @@ public final class RedisBudgetClient implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("RedisBudgetClient is closed");
     }
-    fleets.compute(config.name(), (name, view) -> view == null ? new FleetView(1, 0, 0) : new FleetView(view.live + 1, view.heard, view.learned));
+    fleets.opened(config.name());
     RedisRetryBudget budget;
     try {
       budget = new RedisRetryBudget(engine, registry, config);
     } catch (RuntimeException | Error e) {
-      release(config.name(), false);
+      fleets.closed(config.name(), false);
       throw e;
     }
     budgets.add(budget);
     return budget;
   }
 
-  /**
-   * What this process knows of the fleet of budget {@code name}: at least its own live budgets of
-   * that name (Redis counts each of them: each has its own client id), and the fleet size one of
-   * them learned last, scaled by the share of this process's budgets Redis had heard from then
-   * ({@code learned * live / heard}): a fleet that is still joining reports only the clients heard so
-   * far, and a process that has been heard from in part assumes the rest of the fleet is as far
-   * along. Once all its budgets are heard from this is the size Redis reports. 0 when none is live.
-   */
+  /** What this process knows of the fleet of budget {@code name} ({@link ProcessFleets#estimate}). */
   long fleetEstimate(String name) {
-    FleetView view = fleets.get(name);
-    if (view == null) {
-      return 0;
-    }
-    long scaled = view.learned == 0 ? 0 : (view.learned * view.live + Math.max(1, view.heard) - 1) / Math.max(1, view.heard);
-    return Math.max(view.live, scaled);
+    return fleets.estimate(name);
   }
 
   /** A budget of {@code name} heard from Redis that its fleet is {@code clients} clients ({@code first}: its first reply). */
   void learnedFleet(String name, long clients, boolean first) {
-    fleets.computeIfPresent(name, (n, view) -> !first && view.learned == clients ? view
-        : new FleetView(view.live, first ? Math.min(view.live, view.heard + 1) : view.heard, clients));
+    fleets.learned(name, clients, first);
   }
-
-  private void release(String name, boolean heard) {
-    fleets.computeIfPresent(name, (n, view) -> view.live <= 1 ? null
-        : new FleetView(view.live - 1, heard ? Math.max(0, view.heard - 1) : view.heard, view.learned));
-  }
-
-  /**
-   * Budgets of one name in this client, how many of them have heard from Redis, and the last fleet
-   * size one of them learned.
-   */
-  private record FleetView(int live, int heard, long learned) {}
 
   /** True while at least one budget answers from its fallback, or Redis was never reached. */
   public boolean isDegraded() {
@@ -164,6 +139,16 @@ public final class RedisBudgetClient implements AutoCloseable {
     }
     for (RedisRetryBudget budget : budgets) {
       if (budget.isDegraded()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** True while at least one budget decides from its fallback because Redis answers too slowly ({@link RetryBudget#isSlow()}). */
+  public boolean isSlow() {
+    for (RedisRetryBudget budget : budgets) {
+      if (budget.isSlow()) {
         return true;
       }
     }
@@ -198,7 +183,7 @@ public final class RedisBudgetClient implements AutoCloseable {
     @Override
     public void forget(RedisRetryBudget budget) {
       if (budgets.remove(budget)) {
-        release(budget.name(), budget.heardFromRedis());
+        fleets.closed(budget.name(), budget.heardFromRedis());
       }
     }
 
@@ -227,7 +212,7 @@ public final class RedisBudgetClient implements AutoCloseable {
         return false;
       }
       BudgetScripts sc = new BudgetScripts(s);
-      ConcurrentHashMap<String, io.retrybudget.budget.redis.BudgetKeys> keys = new ConcurrentHashMap<>();
+      ConcurrentHashMap<String, io.retrybudget.budget.redis.protocol.BudgetKeys> keys = new ConcurrentHashMap<>();
       // each budget name's keys made once: standalone and Cluster differ in the index key
       port = (call, sequence) -> sc.budget(call, keys.computeIfAbsent(call.name(), sc::keys), sequence);
       scripts = sc;

@@ -1,8 +1,8 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.redis.BudgetCall;
-import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.ClientSequence;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.ClientSequence;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -327,6 +327,11 @@ final class RedisRetryBudget implements RetryBudget {
   @Override
   public boolean isDegraded() {
     return health.state() == RedisHealth.State.DEGRADED || fleet.port() == null;
+  }
+
+  @Override
+  public boolean isSlow() {
+    return health.state() == RedisHealth.State.SLOW && !isDegraded();
   }
 
   /** How this budget sees Redis (for tests and diagnostics). */

@@ -53,6 +53,15 @@ public interface RetryBudget extends AutoCloseable {
     return false;
   }
 
+  /**
+   * True while the shared store answers, but slower than the call timeout: decisions come from the
+   * fallback's paced share and the store still counts them (its next answer in time ends this).
+   * Never true together with {@link #isDegraded()}.
+   */
+  default boolean isSlow() {
+    return false;
+  }
+
   /** Flushes what is counted locally and releases what this budget holds. Idempotent. */
   @Override
   void close();

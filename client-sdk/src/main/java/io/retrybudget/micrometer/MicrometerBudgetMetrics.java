@@ -6,7 +6,10 @@ import io.retrybudget.budget.RetryBudget;
 
 /**
  * Exports a budget client's health: {@code retry.budget.degraded} {budget} is 1 while the client
- * decides from its fallback because Redis is unreachable [retry_budget_degraded].
+ * decides from its fallback because Redis is unreachable [retry_budget_degraded];
+ * {@code retry.budget.slow} {budget} is 1 while it decides from its fallback's paced share because
+ * Redis answers, but slower than the call timeout [retry_budget_slow] (Redis still counts; never 1
+ * together with the degraded gauge).
  */
 public final class MicrometerBudgetMetrics {
   private MicrometerBudgetMetrics() {}
@@ -14,6 +17,11 @@ public final class MicrometerBudgetMetrics {
   public static void monitor(MeterRegistry registry, RetryBudget budget) {
     Gauge.builder("retry.budget.degraded", budget, b -> b.isDegraded() ? 1 : 0)
         .description("1 while this client's retry budget uses its local fallback (Redis unreachable)")
+        .tag(MicrometerRetryMetrics.BUDGET_TAG, budget.name())
+        .strongReference(false)
+        .register(registry);
+    Gauge.builder("retry.budget.slow", budget, b -> b.isSlow() ? 1 : 0)
+        .description("1 while this client's retry budget uses its fallback's paced share (Redis answers after the call timeout)")
         .tag(MicrometerRetryMetrics.BUDGET_TAG, budget.name())
         .strongReference(false)
         .register(registry);

@@ -153,6 +153,11 @@ public final class SuccessAwareBudget implements RetryBudget {
     return fleet.isDegraded();
   }
 
+  @Override
+  public boolean isSlow() {
+    return fleet.isSlow();
+  }
+
   /** Closes the fleet budget. */
   @Override
   public void close() {

@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.internal.LogLimiter;
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.ConfigChange;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.ConfigChange;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;

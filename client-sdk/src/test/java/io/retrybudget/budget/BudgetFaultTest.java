@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
-import io.retrybudget.budget.redis.WindowRing;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.WindowRing;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;

@@ -3,9 +3,9 @@ package io.retrybudget.budget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisClusterProcesses;
 import io.retrybudget.testing.RedisExtension;
@@ -308,18 +308,18 @@ class ClusterFailoverTest {
         storm.close();
       }
       int degraded = storm.degradedClientsThenClose();
-      io.retrybudget.budget.redis.WindowRing ring = new io.retrybudget.budget.redis.WindowRing(heir, new BudgetKeys(name));
-      String report = storm.report(ring.sum(io.retrybudget.budget.redis.WindowRing.Q),
-          ring.sum(io.retrybudget.budget.redis.WindowRing.G), degraded);
+      io.retrybudget.budget.redis.protocol.WindowRing ring = new io.retrybudget.budget.redis.protocol.WindowRing(heir, new BudgetKeys(name));
+      String report = storm.report(ring.sum(io.retrybudget.budget.redis.protocol.WindowRing.Q),
+          ring.sum(io.retrybudget.budget.redis.protocol.WindowRing.G), degraded);
       System.out.println("manual failover storm: " + report);
       assertEquals(0, degraded, report);
       // a call the failover cut is in doubt, and when Redis's answer to it then comes after its caller
       // gave up, the budget is SLOW for a moment and its fallback decides (its grants reported to Redis,
       // so counted below): a clean-clone run saw 3 of 84,870 decisions; never more than a few
       assertTrue(storm.fromFallback.get() <= storm.decisions.get() / 100, report);
-      assertEquals(storm.recorded.get(), ring.sum(io.retrybudget.budget.redis.WindowRing.Q), report);
+      assertEquals(storm.recorded.get(), ring.sum(io.retrybudget.budget.redis.protocol.WindowRing.Q), report);
       // a grant is counted when Redis makes it: exactly those received, plus those leased and not used
-      assertEquals(storm.granted.get() + storm.unusedPermits(), ring.sum(io.retrybudget.budget.redis.WindowRing.G), report);
+      assertEquals(storm.granted.get() + storm.unusedPermits(), ring.sum(io.retrybudget.budget.redis.protocol.WindowRing.G), report);
     }
   }
 }

@@ -98,7 +98,7 @@ class FallbackPaceTest {
   void aFleetThatNeverReachedRedisRetriesAtItsRatioEverySecond() {
     int dead = io.retrybudget.testing.RedisServerProcess.freePort();
     try (RedisBudgetClient unreachable = RedisBudgetClient.builder(
-        io.retrybudget.budget.redis.RedisConnectionOptions.standalone("redis://127.0.0.1:" + dead)
+        io.retrybudget.budget.redis.transport.RedisConnectionOptions.standalone("redis://127.0.0.1:" + dead)
             .connectTimeout(Duration.ofMillis(100)).build())
         .millisClock(now::get).random(random::nextDouble).build()) {
       BudgetConfig config = BudgetConfig.builder("never-reached").ratio(0.1).minRetriesPerSecond(10).windowSeconds(10).build();
@@ -135,11 +135,11 @@ class FallbackPaceTest {
     long fromFallback = 0;
     for (int cycle = 0; cycle < 20; cycle++) {
       long[] healthy = second(false);
-      redis.server().call("HSET", new io.retrybudget.budget.redis.BudgetKeys(name).config(), "ratio_ppm", "nan");
+      redis.server().call("HSET", new io.retrybudget.budget.redis.protocol.BudgetKeys(name).config(), "ratio_ppm", "nan");
       // (a flush of the budget's own timer may be in flight: then this one returns at once; ask again)
       Eventually.await("a broken budget degrades its clients", Duration.ofSeconds(10), () -> probeAll(true));
       long[] degraded = second(false);
-      redis.server().call("HSET", new io.retrybudget.budget.redis.BudgetKeys(name).config(), "ratio_ppm", "100000");
+      redis.server().call("HSET", new io.retrybudget.budget.redis.protocol.BudgetKeys(name).config(), "ratio_ppm", "100000");
       Eventually.await("fixed: healthy again", Duration.ofSeconds(10), () -> probeAll(false));
       first += healthy[0] + degraded[0];
       granted += healthy[1] + degraded[1];

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.WindowRing;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.WindowRing;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;
@@ -170,7 +170,7 @@ class FleetStartTest {
       closedPort = s.getLocalPort();
     }
     try (RedisBudgetClient client = RedisBudgetClient.builder(
-        io.retrybudget.budget.redis.RedisConnectionOptions.standalone("redis://127.0.0.1:" + closedPort).build())
+        io.retrybudget.budget.redis.transport.RedisConnectionOptions.standalone("redis://127.0.0.1:" + closedPort).build())
         .millisClock(now::get).random(random::nextDouble).build()) {
       estimates(client);
     }

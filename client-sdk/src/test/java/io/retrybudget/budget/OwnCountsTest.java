@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;

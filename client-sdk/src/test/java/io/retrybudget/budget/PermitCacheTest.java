@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
 import org.junit.jupiter.api.Test;
 
 /** The permits a budget keeps of Redis's answers, on a clock given as arguments. */

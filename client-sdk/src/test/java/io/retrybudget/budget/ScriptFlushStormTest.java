@@ -3,10 +3,10 @@ package io.retrybudget.budget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.WindowRing;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.WindowRing;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;

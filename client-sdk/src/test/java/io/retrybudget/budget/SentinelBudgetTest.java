@@ -3,9 +3,9 @@ package io.retrybudget.budget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisSentinelProcesses;
 import io.retrybudget.testing.RedisServerProcess;

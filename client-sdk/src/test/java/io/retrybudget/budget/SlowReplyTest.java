@@ -2,6 +2,7 @@ package io.retrybudget.budget;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
@@ -27,6 +28,8 @@ class SlowReplyTest {
         .callTimeout(Duration.ofMillis(50)).flushInterval(Duration.ofSeconds(1)).build()) {
       RedisRetryBudget b = (RedisRetryBudget) client.budget(
           BudgetConfig.builder("slow-replies").ratio(1.0).minRetriesPerSecond(1000).windowSeconds(60).build());
+      io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+      io.retrybudget.micrometer.MicrometerBudgetMetrics.monitor(registry, b);
       // served by Redis, and HEALTHY (a first call slower than the timeout on a loaded machine makes it SLOW
       // until an answer in time, and its late permit is then a GRANTED all the same)
       Eventually.await("served by Redis", Duration.ofSeconds(10),
@@ -47,6 +50,9 @@ class SlowReplyTest {
         assertEquals(BudgetDecision.GRANTED, b.acquire().toCompletableFuture().get(5, TimeUnit.SECONDS));
         assertEquals(keptBefore, b.unusedPermits(), "the kept permit was used");
         assertEquals(RedisHealth.State.SLOW, b.health(), "a late reply: Redis is up, slower than the call timeout");
+        assertTrue(b.isSlow() && client.isSlow(), "SLOW is visible on the budget and its client");
+        assertEquals(1, registry.get("retry.budget.slow").tag("budget", "slow-replies").gauge().value());
+        assertEquals(0, registry.get("retry.budget.degraded").tag("budget", "slow-replies").gauge().value());
         // a probe answered in time (Redis is not paused now) ends SLOW
         Eventually.await("healthy again", Duration.ofSeconds(10), () -> {
           b.flush(true).join();
@@ -54,6 +60,8 @@ class SlowReplyTest {
         });
       }
       assertFalse(b.isDegraded(), "two late replies degraded the budget");
+      assertFalse(b.isSlow(), "an answer in time ends SLOW");
+      assertEquals(0, registry.get("retry.budget.slow").tag("budget", "slow-replies").gauge().value());
       assertEquals(0, b.timesDegraded());
     }
   }

@@ -3,7 +3,7 @@ package io.retrybudget.examples;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryPolicy;

@@ -105,5 +105,28 @@ class MicrometerRetryMetricsTest {
     LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("backend").build());
     MicrometerBudgetMetrics.monitor(registry, budget);
     assertEquals(0, registry.get("retry.budget.degraded").tag("budget", "backend").gauge().value());
+    assertEquals(0, registry.get("retry.budget.slow").tag("budget", "backend").gauge().value());
+  }
+
+  /** The slow gauge follows the budget's SLOW state, apart from the degraded one. */
+  @Test
+  void budgetSlowGauge() {
+    java.util.concurrent.atomic.AtomicBoolean slow = new java.util.concurrent.atomic.AtomicBoolean();
+    LocalRetryBudget local = new LocalRetryBudget(BudgetConfig.builder("backend").build());
+    io.retrybudget.budget.RetryBudget budget = new io.retrybudget.budget.RetryBudget() {
+      public String name() { return local.name(); }
+      public void recordFirstAttempt() { local.recordFirstAttempt(); }
+      public io.retrybudget.budget.BudgetDecision acquireBlocking() { return local.acquireBlocking(); }
+      public java.util.concurrent.CompletionStage<io.retrybudget.budget.BudgetDecision> acquire() { return local.acquire(); }
+      public boolean isSlow() { return slow.get(); }
+      public void close() { local.close(); }
+    };
+    MicrometerBudgetMetrics.monitor(registry, budget);
+    assertEquals(0, registry.get("retry.budget.slow").tag("budget", "backend").gauge().value());
+    slow.set(true);
+    assertEquals(1, registry.get("retry.budget.slow").tag("budget", "backend").gauge().value());
+    assertEquals(0, registry.get("retry.budget.degraded").tag("budget", "backend").gauge().value(), "slow is not degraded");
+    slow.set(false);
+    assertEquals(0, registry.get("retry.budget.slow").tag("budget", "backend").gauge().value());
   }
 }

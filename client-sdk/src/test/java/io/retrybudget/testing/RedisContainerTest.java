@@ -2,12 +2,12 @@ package io.retrybudget.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.BudgetConfig;
-import io.retrybudget.budget.redis.BudgetCall;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;

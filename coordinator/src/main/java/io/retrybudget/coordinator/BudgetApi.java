@@ -1,8 +1,8 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.internal.PaceArithmetic;
-import io.retrybudget.budget.redis.BrokenBudgetException;
-import io.retrybudget.budget.redis.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.vertx.core.Handler;
 import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;

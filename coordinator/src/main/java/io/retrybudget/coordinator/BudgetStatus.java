@@ -1,6 +1,6 @@
 package io.retrybudget.coordinator;
 
-import io.retrybudget.budget.redis.StatusReply;
+import io.retrybudget.budget.redis.protocol.StatusReply;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 

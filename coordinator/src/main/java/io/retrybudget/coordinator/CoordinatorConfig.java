@@ -187,7 +187,7 @@ public record CoordinatorConfig(
         + "(%2F, %40, %3A, %25)";
     if (isSentinel(url)) {
       try {
-        return io.retrybudget.budget.redis.RedisConnectionOptions.standalone(url).build().uris().get(0);
+        return io.retrybudget.budget.redis.transport.RedisConnectionOptions.standalone(url).build().uris().get(0);
       } catch (IllegalArgumentException e) {
         // the SDK's message names the value "redisUri" and masks any password
         throw new IllegalArgumentException("REDIS_URL" + e.getMessage().substring("redisUri".length()));
@@ -236,7 +236,7 @@ public record CoordinatorConfig(
   /** Where Redis is, for errors and logs: host:port (the Sentinels and the master's name) only, never a password. */
   public String redisEndpoint() {
     if (redisUrl != null && isSentinel(redisUrl)) {
-      return io.retrybudget.budget.redis.RedisConnectionOptions.standalone(redisUrl).build().toString();
+      return io.retrybudget.budget.redis.transport.RedisConnectionOptions.standalone(redisUrl).build().toString();
     }
     if (redisUrl != null) {
       RedisURI u = parseRedisUrl(redisUrl);

@@ -1,10 +1,10 @@
 package io.retrybudget.coordinator;
 
 import io.lettuce.core.ScanCursor;
-import io.retrybudget.budget.redis.BrokenBudgetException;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.BudgetScripts.ScanStep;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.BudgetScripts.ScanStep;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;

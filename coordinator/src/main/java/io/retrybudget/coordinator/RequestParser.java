@@ -2,7 +2,7 @@ package io.retrybudget.coordinator;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetNames;
-import io.retrybudget.budget.redis.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import java.math.BigDecimal;

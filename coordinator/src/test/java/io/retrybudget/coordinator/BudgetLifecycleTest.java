@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisClusterProcesses;
 import io.retrybudget.testing.RedisExtension;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.ScanCursor;
-import io.retrybudget.budget.redis.BudgetScripts.ScanStep;
+import io.retrybudget.budget.redis.protocol.BudgetScripts.ScanStep;
 import io.retrybudget.testing.Eventually;
 import io.vertx.core.Vertx;
 import java.time.Duration;

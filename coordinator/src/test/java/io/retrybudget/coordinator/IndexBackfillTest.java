@@ -3,7 +3,7 @@ package io.retrybudget.coordinator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonArray;

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.BudgetConfig;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.ConfigChange;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.ConfigChange;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;

@@ -3,7 +3,7 @@ package io.retrybudget.coordinator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;

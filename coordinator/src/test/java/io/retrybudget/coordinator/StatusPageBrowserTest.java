@@ -116,7 +116,7 @@ class StatusPageBrowserTest {
 
     // a hostile name written straight into Redis's index reaches the page as text, never as markup
     String hostile = "<img src=x onerror=\"document.title='owned'\">";
-    redis.server().call("ZADD", io.retrybudget.budget.redis.BudgetKeys.STANDALONE_INDEX, "99999999999999", hostile);
+    redis.server().call("ZADD", io.retrybudget.budget.redis.protocol.BudgetKeys.STANDALONE_INDEX, "99999999999999", hostile);
     String shown = browser.await("!document.getElementById('broken-section').hidden",
         "document.querySelector('#broken li').textContent", 10_000);
     assertTrue(shown.startsWith(hostile + ": "), shown);

@@ -106,7 +106,7 @@ class StatusPageTest {
   void aHostileNameInTheIndexIsListedAsBrokenNotA503() throws Exception {
     redis.flushAll();
     String hostile = "<img src=x onerror=alert(1)>";
-    redis.server().call("ZADD", io.retrybudget.budget.redis.BudgetKeys.STANDALONE_INDEX, "99999999999999", hostile);
+    redis.server().call("ZADD", io.retrybudget.budget.redis.protocol.BudgetKeys.STANDALONE_INDEX, "99999999999999", hostile);
     var r = send("GET", "/v1/budgets");
     assertEquals(200, r.statusCode(), r.body());
     var body = new io.vertx.core.json.JsonObject(r.body());

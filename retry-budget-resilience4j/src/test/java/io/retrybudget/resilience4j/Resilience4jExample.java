@@ -6,7 +6,7 @@ import io.github.resilience4j.retry.RetryConfig;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.testing.RedisServerProcess;
 import java.io.IOException;

@@ -3,7 +3,7 @@ package io.retrybudget.spring;
 import io.lettuce.core.RedisURI;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryPolicy;
 import java.util.Set;
 import java.util.function.Supplier;

@@ -12,6 +12,6 @@ interface RetryBudgetMetricsSupport {
     return new RetryListener() {};
   }
 
-  /** Exports a budget's {@code retry.budget.degraded} gauge. */
+  /** Exports a budget's {@code retry.budget.degraded} and {@code retry.budget.slow} gauges. */
   default void monitor(RetryBudget budget) {}
 }

@@ -2,10 +2,10 @@ package io.retrybudget.spring;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.BudgetScripts;
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
-import io.retrybudget.budget.redis.StatusReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
+import io.retrybudget.budget.redis.protocol.StatusReply;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -68,6 +68,7 @@ final class RetryBudgetStatus implements AutoCloseable {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("name", name);
     out.put("degraded", budget.isDegraded());
+    out.put("slow", budget.isSlow());
     RedisBudgetStore s = null;
     try {
       s = store();

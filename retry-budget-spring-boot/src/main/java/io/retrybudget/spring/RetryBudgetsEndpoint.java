@@ -9,7 +9,8 @@ import org.springframework.boot.actuate.endpoint.annotation.Selector;
 
 /**
  * Actuator endpoint {@code retrybudgets}: every configured budget, whether this client decides
- * from its fallback (degraded), and the fleet's counts in Redis ({@code GET /actuator/retrybudgets},
+ * from its fallback (degraded: Redis unreachable; slow: Redis answers after the call timeout), and
+ * the fleet's counts in Redis ({@code GET /actuator/retrybudgets},
  * {@code GET /actuator/retrybudgets/{name}}).
  */
 @Endpoint(id = "retrybudgets")
@@ -30,6 +31,7 @@ public class RetryBudgetsEndpoint {
     budgets.budgets().forEach((name, budget) -> all.put(name, status.status(name, budget)));
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("degraded", client.isDegraded());
+    out.put("slow", client.isSlow());
     out.put("budgets", all);
     return out;
   }

@@ -2,6 +2,7 @@ package io.retrybudget.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -124,6 +125,7 @@ class RetryBudgetAutoConfigurationTest {
       assertEquals(1L, one.get("retries"));
       assertEquals(0.2, one.get("ratio"));
       assertEquals(false, one.get("degraded"));
+      assertInstanceOf(Boolean.class, one.get("slow")); // true only while Redis answers after the call timeout
       assertEquals("enforce", one.get("mode"));
       assertEquals(30, one.get("window_seconds"));
       assertEquals(5, one.get("min_retries_per_second"));
@@ -138,12 +140,14 @@ class RetryBudgetAutoConfigurationTest {
 
       Map<String, Object> all = context.getBean(RetryBudgetsEndpoint.class).budgets();
       assertEquals(false, all.get("degraded"));
+      assertInstanceOf(Boolean.class, all.get("slow"));
       assertEquals(java.util.Set.of("payments-api", "inventory"), ((Map<?, ?>) all.get("budgets")).keySet());
       assertEquals(null, context.getBean(RetryBudgetsEndpoint.class).budget("unknown"));
 
       Health health = context.getBean(RetryBudgetHealthIndicator.class).health();
       assertEquals(Status.UP, health.getStatus());
       assertEquals("reachable", health.getDetails().get("redis"));
+      assertInstanceOf(java.util.List.class, health.getDetails().get("slow"));
     });
   }
 
@@ -165,6 +169,7 @@ class RetryBudgetAutoConfigurationTest {
       context.getBean(RetryBudgets.class);
       MeterRegistry registry = context.getBean(MeterRegistry.class);
       assertEquals(0.0, registry.get("retry.budget.degraded").tag("budget", "payments-api").gauge().value());
+      assertInstanceOf(Double.class, registry.get("retry.budget.slow").tag("budget", "payments-api").gauge().value());
       context.getBean(RetryBudgets.class).executor("payments").call(() -> "ok");
       assertEquals(1.0, registry.get("retry.calls").tag("budget", "payments").tag("outcome", "success").counter().count());
     });

@@ -1,41 +1,32 @@
 package io.retrybudget.server;
 
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import java.time.Duration;
-import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The claim primitive in Redis, shared by the idempotency-key store and tied requests: claim a
  * record with a fencing token and a lease, then complete it with an answer or release it, both
- * fenced. Runs {@code lua/idempotency-*.lua} by SHA over the process's one Redis connection
- * ({@link RedisBudgetStore}, which reloads them on NOSCRIPT). Every call is asynchronous and ends
+ * fenced. Runs {@code lua/idempotency-*.lua} ({@link IdempotencyScripts}) by SHA over the process's one
+ * Redis connection ({@link RedisBudgetStore}, which reloads them on NOSCRIPT). Every call is asynchronous and ends
  * within {@code timeout}, failing its future when Redis is slow or gone; none throws.
  *
  * <p>Keys: {@code rb:idem:v1:{<hash>}} and {@code rb:tie:v1:{<hash>}} — a layout version, and the
  * hash (SHA-256 of the scope, 128 bits in hex) as the Cluster hash tag; one key per record.
  */
 public final class ClaimStore implements ClaimBackend {
-  static final LuaScript CLAIM = LuaScript.load("idempotency-claim.lua");
-  static final LuaScript COMPLETE = LuaScript.load("idempotency-complete.lua");
-  static final LuaScript RELEASE = LuaScript.load("idempotency-release.lua");
-  static final LuaScript RENEW = LuaScript.load("idempotency-renew.lua");
-  static final LuaScript ABANDON = LuaScript.load("idempotency-abandon.lua");
-
   public static final String IDEMPOTENCY_PREFIX = "rb:idem:v1:";
   public static final String TIE_PREFIX = "rb:tie:v1:";
 
-  private final RedisBudgetStore redis;
+  private final IdempotencyScripts scripts;
   private final Duration timeout;
   private final java.util.concurrent.atomic.LongAdder abandonsSent = new java.util.concurrent.atomic.LongAdder();
   private final java.util.concurrent.atomic.LongAdder abandoned = new java.util.concurrent.atomic.LongAdder();
 
   /** Over a connection the caller owns (and closes); {@code timeout} bounds each call. */
   public ClaimStore(RedisBudgetStore redis, Duration timeout) {
-    this.redis = Objects.requireNonNull(redis, "redis must not be null");
+    this.scripts = new IdempotencyScripts(redis);
     if (timeout == null || timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive, was " + timeout);
     }
@@ -78,18 +69,10 @@ public final class ClaimStore implements ClaimBackend {
     long ms = Math.max(1, lease.toMillis());
     String holder = abandonIfUnanswered ? holderToken() : "";
     CompletableFuture<Claim> answer = new CompletableFuture<>();
-    CompletableFuture<List<Object>> raw = redis.run(CLAIM, new String[] {key}, fingerprint, Long.toString(ms), holder);
     // one decision point: the reply and the timeout race to complete the answer; only one wins
-    raw.whenComplete((reply, error) -> {
+    scripts.claim(key, fingerprint, ms, holder).whenComplete((claim, error) -> {
       if (error != null) {
         answer.completeExceptionally(error);
-        return;
-      }
-      Claim claim;
-      try {
-        claim = parseClaim(key, reply);
-      } catch (RuntimeException e) {
-        answer.completeExceptionally(e);
         return;
       }
       if (!answer.complete(claim) && abandonIfUnanswered && claim instanceof Claim.Claimed made) {
@@ -115,8 +98,8 @@ public final class ClaimStore implements ClaimBackend {
   private void abandon(String key, String holder) {
     abandonsSent.increment();
     try {
-      run(ABANDON, key, holder).whenComplete((reply, error) -> {
-        if (error == null && "abandoned".equals(reply.get(0))) {
+      scripts.abandon(key, holder).whenComplete((removed, error) -> {
+        if (error == null && removed) {
           abandoned.increment();
         }
       });
@@ -143,45 +126,23 @@ public final class ClaimStore implements ClaimBackend {
   /** Stores {@code response} under the claim: true when stored, false when fenced off. */
   @Override
   public CompletableFuture<Boolean> complete(Claim.Claimed claim, StoredResponse response, Duration ttl) {
-    return run(COMPLETE, claim.key(), Long.toString(claim.fence()), Integer.toString(response.status()),
-        response.encodedHeaders(), response.encodedBody(), Long.toString(Math.max(1, ttl.toMillis())))
-        .thenApply(reply -> "stored".equals(reply.get(0)));
+    return bounded(scripts.complete(claim.key(), claim.fence(), response.status(), response.encodedHeaders(),
+        response.encodedBody(), Math.max(1, ttl.toMillis())));
   }
 
   /** Gives the claim up: true when released, false when it was no longer this holder's. */
   @Override
   public CompletableFuture<Boolean> release(Claim.Claimed claim) {
-    return run(RELEASE, claim.key(), Long.toString(claim.fence())).thenApply(reply -> "released".equals(reply.get(0)));
+    return bounded(scripts.release(claim.key(), claim.fence()));
   }
 
   /** Extends a running claim's lease to {@code lease} from now: true when renewed, false when fenced off. */
   @Override
   public CompletableFuture<Boolean> renew(Claim.Claimed claim, Duration lease) {
-    return run(RENEW, claim.key(), Long.toString(claim.fence()), Long.toString(Math.max(1, lease.toMillis())))
-        .thenApply(reply -> "renewed".equals(reply.get(0)));
+    return bounded(scripts.renew(claim.key(), claim.fence(), Math.max(1, lease.toMillis())));
   }
 
-  private CompletableFuture<List<Object>> run(LuaScript script, String key, String... args) {
-    return redis.run(script, new String[] {key}, args).orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS);
-  }
-
-  private static Claim parseClaim(String key, List<Object> reply) {
-    String what = String.valueOf(reply.get(0));
-    switch (what) {
-      case "claimed":
-        return new Claim.Claimed(key, Long.parseLong(String.valueOf(reply.get(1))), "takeover".equals(reply.get(2)));
-      case "busy":
-        return new Claim.Busy(Long.parseLong(String.valueOf(reply.get(1))));
-      case "mismatch":
-        return new Claim.Mismatch();
-      case "done":
-        return new Claim.Done(StoredResponse.decode(str(reply, 1), str(reply, 2), str(reply, 3)));
-      default:
-        throw new IllegalStateException("unexpected reply of " + CLAIM + ": " + reply);
-    }
-  }
-
-  private static String str(List<Object> reply, int i) {
-    return i < reply.size() && reply.get(i) != null ? String.valueOf(reply.get(i)) : "";
+  private <T> CompletableFuture<T> bounded(CompletableFuture<T> call) {
+    return call.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 }

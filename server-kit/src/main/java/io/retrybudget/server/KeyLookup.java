@@ -1,7 +1,6 @@
 package io.retrybudget.server;
 
-import io.retrybudget.budget.redis.LuaScript;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
@@ -13,13 +12,11 @@ import java.util.concurrent.TimeUnit;
  * io.retrybudget.server.vertx.VertxAdmission}, {@link io.retrybudget.server.servlet.AdmissionFilter}):
  * a key with a stored answer makes the request a replay, which costs one Redis call and is never
  * shed; a key with a claim makes it a retry, whatever its {@code X-Retry-Attempt} says. One
- * read-only script call ({@code lua/idempotency-peek.lua}) on the record the guard would claim:
+ * read-only script call ({@code lua/idempotency-peek.lua}, {@link IdempotencyScripts#peek}) on the record the guard would claim:
  * the same caller scope and key ({@link IdempotencyConfig#recordKey}), so build it with the guard's
  * config. Asynchronous, ends within {@code timeout}; never throws.
  */
 public final class KeyLookup {
-  static final LuaScript PEEK = LuaScript.load("idempotency-peek.lua");
-
   /** A stored answer that expires sooner than this is not counted on: the request may have to run. */
   static final long STORED_MARGIN_MS = 1000;
 
@@ -33,12 +30,12 @@ public final class KeyLookup {
     STORED
   }
 
-  private final RedisBudgetStore redis;
+  private final IdempotencyScripts scripts;
   private final Duration timeout;
   private final IdempotencyConfig config;
 
   public KeyLookup(RedisBudgetStore redis, Duration timeout, IdempotencyConfig config) {
-    this.redis = Objects.requireNonNull(redis, "redis must not be null");
+    this.scripts = new IdempotencyScripts(redis);
     if (timeout == null || timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive, was " + timeout);
     }
@@ -73,26 +70,17 @@ public final class KeyLookup {
     } catch (RuntimeException e) {
       return CompletableFuture.completedFuture(Seen.NONE);
     }
-    return redis.run(PEEK, new String[] {record})
+    return scripts.peek(record)
         .orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS)
-        .handle((reply, error) -> error != null || reply == null || reply.isEmpty() ? Seen.NONE : seen(reply));
+        .handle((peek, error) -> error != null ? Seen.NONE : seen(peek));
   }
 
-  private static Seen seen(java.util.List<Object> reply) {
-    String state = String.valueOf(reply.get(0));
-    if (state.equals("busy")) {
-      return Seen.IN_PROGRESS;
-    }
-    if (state.equals("done")) {
-      long ttl;
-      try {
-        ttl = Long.parseLong(String.valueOf(reply.get(1)));
-      } catch (RuntimeException e) {
-        return Seen.IN_PROGRESS;
-      }
+  private static Seen seen(IdempotencyScripts.Peek peek) {
+    return switch (peek.state()) {
+      case BUSY -> Seen.IN_PROGRESS;
       // about to expire: the claim may find nothing and run, so it is admitted as a retry instead
-      return ttl == -1 || ttl > STORED_MARGIN_MS ? Seen.STORED : Seen.IN_PROGRESS;
-    }
-    return Seen.NONE;
+      case DONE -> peek.ttlMillis() == -1 || peek.ttlMillis() > STORED_MARGIN_MS ? Seen.STORED : Seen.IN_PROGRESS;
+      case NONE -> Seen.NONE;
+    };
   }
 }

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.netflix.concurrency.limits.limit.FixedLimit;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.server.servlet.AdmissionFilter;
 import io.retrybudget.server.servlet.IdempotencyFilter;
 import io.retrybudget.server.vertx.VertxAdmission;

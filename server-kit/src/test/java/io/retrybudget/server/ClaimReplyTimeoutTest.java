@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;
@@ -106,25 +106,25 @@ class ClaimReplyTimeoutTest {
   @Test
   void anAbandonMatchesOnlyItsOwnBusyClaim() {
     String key = ClaimStore.idempotencyKey("abandon", UUID.randomUUID().toString());
-    Claim.Claimed other = (Claim.Claimed) connection.run(ClaimStore.CLAIM, new String[] {key}, "fp", "60000", "someone")
+    Claim.Claimed other = (Claim.Claimed) connection.run(IdempotencyScripts.CLAIM, new String[] {key}, "fp", "60000", "someone")
         .thenApply(r -> new Claim.Claimed(key, Long.parseLong(String.valueOf(r.get(1))), false)).join();
-    assertEquals("kept", connection.run(ClaimStore.ABANDON, new String[] {key}, "me").join().get(0));
-    assertEquals("abandoned", connection.run(ClaimStore.ABANDON, new String[] {key}, "someone").join().get(0));
+    assertEquals("kept", connection.run(IdempotencyScripts.ABANDON, new String[] {key}, "me").join().get(0));
+    assertEquals("abandoned", connection.run(IdempotencyScripts.ABANDON, new String[] {key}, "someone").join().get(0));
     assertEquals(0L, redis.server().call("EXISTS", key));
     assertFalse(store.release(other).join(), "gone");
     Claim.Claimed mine = (Claim.Claimed) store.claim(key, "fp", Duration.ofSeconds(60)).join();
     assertTrue(store.complete(mine, new StoredResponse(201, java.util.List.of(), new byte[0]), Duration.ofHours(1)).join());
     String holder = (String) redis.server().call("HGET", key, "holder");
-    assertEquals("kept", connection.run(ClaimStore.ABANDON, new String[] {key}, holder).join().get(0),
+    assertEquals("kept", connection.run(IdempotencyScripts.ABANDON, new String[] {key}, holder).join().get(0),
         "a finished record is never undone");
     assertEquals("done", redis.server().call("HGET", key, "state"));
     redis.server().call("SET", "plain-" + key, "x");
-    assertEquals("kept", connection.run(ClaimStore.ABANDON, new String[] {"plain-" + key}, "me").join().get(0));
+    assertEquals("kept", connection.run(IdempotencyScripts.ABANDON, new String[] {"plain-" + key}, "me").join().get(0));
     CompletionException bad = assertThrows(CompletionException.class,
-        () -> connection.run(ClaimStore.ABANDON, new String[] {key}, "").join());
+        () -> connection.run(IdempotencyScripts.ABANDON, new String[] {key}, "").join());
     assertTrue(bad.getCause().getMessage().contains("invalid holder"), bad.getCause().getMessage());
     CompletionException longHolder = assertThrows(CompletionException.class,
-        () -> connection.run(ClaimStore.CLAIM, new String[] {key + "x"}, "fp", "1000", "h".repeat(65)).join());
+        () -> connection.run(IdempotencyScripts.CLAIM, new String[] {key + "x"}, "fp", "1000", "h".repeat(65)).join());
     assertTrue(longHolder.getCause().getMessage().contains("invalid holder"));
   }
 }

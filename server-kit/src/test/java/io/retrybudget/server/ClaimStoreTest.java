@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.lettuce.core.RedisCommandExecutionException;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.nio.charset.StandardCharsets;

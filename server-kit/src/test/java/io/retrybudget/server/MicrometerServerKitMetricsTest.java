@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import com.netflix.concurrency.limits.limit.FixedLimit;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.server.example.LayerDemo;
 import io.retrybudget.server.micrometer.MicrometerServerKitMetrics;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.RedisServerProcess;
 import java.time.Duration;
 import java.util.ArrayList;

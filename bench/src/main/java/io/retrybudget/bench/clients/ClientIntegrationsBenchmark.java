@@ -12,7 +12,7 @@ import io.grpc.stub.StreamObserver;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.grpc.RetryBudgetClientInterceptor;
 import io.retrybudget.okhttp.RetryBudgetInterceptor;
 import io.retrybudget.retry.HedgePolicy;

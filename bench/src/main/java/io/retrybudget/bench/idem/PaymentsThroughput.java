@@ -1,7 +1,7 @@
 package io.retrybudget.bench.idem;
 
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.server.ClaimStore;
 import io.retrybudget.server.IdempotencyConfig;
 import io.retrybudget.server.IdempotencyGuard;

@@ -6,7 +6,7 @@ import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.resilience4j.BudgetedRetry;
 import io.retrybudget.testing.RedisServerProcess;
 import java.util.concurrent.Callable;

@@ -9,7 +9,7 @@ import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.AttemptFunction;
 import io.retrybudget.retry.RetryExecutor;
 import io.retrybudget.retry.RetryPolicy;

@@ -4,7 +4,7 @@ import io.retrybudget.budget.AdaptiveThrottle;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.retry.SuccessAwareBudget;
 import io.retrybudget.retry.http.RetryingHttpClient;

@@ -1,7 +1,7 @@
 package io.retrybudget.bench.layers;
 
-import io.retrybudget.budget.redis.RedisBudgetStore;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.HedgePolicy;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.retry.http.RetryingHttpClient;

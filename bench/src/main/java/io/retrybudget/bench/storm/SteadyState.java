@@ -5,7 +5,7 @@ import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.CommandStats;
 import io.retrybudget.testing.RedisServerProcess;
 import java.util.Arrays;

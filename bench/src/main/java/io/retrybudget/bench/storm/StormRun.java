@@ -5,7 +5,7 @@ import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.LocalRetryBudget;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.CommandStats;
 import io.retrybudget.testing.RedisServerProcess;
 import java.util.ArrayList;
@@ -670,9 +670,9 @@ final class StormRun {
    * without that ring; it reads with one EVAL, which is taken out of the script calls.
    */
   private long[][] readWindowRing(RedisServerProcess node) throws ReflectiveOperationException {
-    Class<?> keysType = Class.forName("io.retrybudget.budget.redis.BudgetKeys");
+    Class<?> keysType = Class.forName("io.retrybudget.budget.redis.protocol.BudgetKeys");
     Object keys = keysType.getConstructor(String.class).newInstance(BUDGET_NAME);
-    Class<?> ringType = Class.forName("io.retrybudget.budget.redis.WindowRing");
+    Class<?> ringType = Class.forName("io.retrybudget.budget.redis.protocol.WindowRing");
     Object ring = ringType.getConstructor(RedisServerProcess.class, keysType).newInstance(node, keys);
     harnessEvals.incrementAndGet();
     try {

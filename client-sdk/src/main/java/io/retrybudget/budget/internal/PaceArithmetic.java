@@ -1,8 +1,8 @@
 package io.retrybudget.budget.internal;
 
 /**
- * The paced admission rule of lua/budget.lua in Java, in the same integers (the text between
- * {@code -- pace: begin} and {@code -- pace: end} in budget.lua and status.lua; parity-tested).
+ * The paced admission rule of lua/budget.lua in Java, in the same integers (lua/fragments/pace.lua,
+ * assembled into budget.lua and status.lua; parity-tested inside Redis against both assembled scripts).
  *
  * <p>A budget holds a balance in micro-permits ({@link #PPM} per permit). Every first attempt
  * deposits {@code ratioPpm}; the floor refills {@code floorPpmPerSecond} a second; a grant withdraws

@@ -7,7 +7,7 @@ import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetMode;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.micrometer.MicrometerBudgetMetrics;
 import io.retrybudget.micrometer.MicrometerRetryMetrics;
 import io.retrybudget.retry.RetryExecutor;

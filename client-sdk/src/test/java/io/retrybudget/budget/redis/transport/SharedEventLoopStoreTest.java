@@ -1,4 +1,7 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.transport;
+
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.LuaScript;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,6 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
+
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -677,23 +679,60 @@ class LuaScriptTest {
     assertEquals(0L, redis.server().call("DBSIZE"));
   }
 
-  /** The text between {@code -- pace: begin} and {@code -- pace: end} of a script. */
-  private static String paceText(LuaScript script) {
+  /**
+   * What the assembled {@code script} holds of fragment {@code name}: the text between the fragment's
+   * begin and end lines, as Redis runs it.
+   */
+  static String assembledFragment(LuaScript script, String name) {
     String body = script.body();
-    int begin = body.indexOf("-- pace: begin");
-    int end = body.indexOf("-- pace: end");
-    assertTrue(begin >= 0 && end > begin, script + " has a pace section");
-    return body.substring(begin, end);
+    String open = "-- fragments/" + name + ": begin";
+    String close = "-- fragments/" + name + ": end";
+    int begin = body.indexOf(open);
+    int end = body.indexOf(close);
+    assertTrue(begin >= 0 && end > begin, script + " holds fragment " + name);
+    assertEquals(-1, body.indexOf(open, begin + 1), script + " holds fragment " + name + " once");
+    return body.substring(begin, end + close.length());
   }
 
   /**
-   * Parity of the rule itself: budget.lua's pace functions run inside Redis on random inputs (edges
-   * included) answer what PaceArithmetic answers, and status.lua holds the same text.
+   * budget.lua and status.lua as Redis sees them: every include replaced by its fragment, verbatim,
+   * nothing left to include; and what lua/assemble.sh prints (for callers outside Java) is the
+   * same text, byte for byte.
+   */
+  @Test
+  void theScriptsRedisRunsAreAssembledFromOneTextOfEachFragment() throws Exception {
+    for (LuaScript script : List.of(LuaScript.BUDGET, LuaScript.STATUS)) {
+      assertFalse(script.body().contains("\n--#include "), script + " has no include left");
+      for (String fragment : List.of("pace.lua", "trust.lua", "fleet.lua")) {
+        assertEquals(LuaScript.fragment(fragment).stripTrailing(), assembledFragment(script, fragment),
+            script + " holds " + fragment + " as it is");
+      }
+      java.nio.file.Path sh = java.nio.file.Path.of("..", "lua", "assemble.sh");
+      Process p = new ProcessBuilder("bash", sh.toString(), script.name()).redirectErrorStream(true).start();
+      String printed = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      assertEquals(0, p.waitFor(), printed);
+      assertEquals(script.body(), printed, "lua/assemble.sh " + script.name() + " prints what Redis runs");
+    }
+    // a fragment that includes another is refused, not half-assembled
+    IllegalStateException nested = assertThrows(IllegalStateException.class,
+        () -> LuaScript.assemble("--#include a.lua\n", name -> "--#include b.lua\n"));
+    assertTrue(nested.getMessage().contains("a.lua"), nested.getMessage());
+    assertEquals("x\none\ntwo\ny\n", LuaScript.assemble("x\n--#include f.lua\ny\n", name -> "one\ntwo\n"));
+  }
+
+  /**
+   * Parity of the rule itself: the pace functions as assembled into budget.lua and into status.lua,
+   * each run inside Redis on random inputs (edges included), answer what PaceArithmetic answers.
    */
   @Test
   void thePacedRuleInLuaIsThePacedRuleInJava() throws Exception {
-    assertEquals(paceText(LuaScript.BUDGET), paceText(LuaScript.STATUS), "status.lua holds budget.lua's pace text");
-    String harness = paceText(LuaScript.BUDGET) + """
+    assertEquals(4_000, paceParity(LuaScript.BUDGET));
+    assertEquals(4_000, paceParity(LuaScript.STATUS));
+  }
+
+  /** The parity of {@code script}'s assembled pace functions with PaceArithmetic: the cases checked. */
+  private int paceParity(LuaScript script) throws Exception {
+    String harness = assembledFragment(script, "pace.lua") + "\n" + """
         local out = {}
         for i = 0, tonumber(ARGV[1]) - 1 do
           local o = 1 + i * 9
@@ -754,7 +793,7 @@ class LuaScriptTest {
         long refill = io.retrybudget.budget.internal.PaceArithmetic.refillRate(in[0], span, in[2], in[3] * 1_000_000);
         long cap = io.retrybudget.budget.internal.PaceArithmetic.cap(refill);
         long b = io.retrybudget.budget.internal.PaceArithmetic.refill(in[4], in[5], in[6], in[7], in[2], in[3] * 1_000_000, cap);
-        String what = "seed " + seed + ", inputs " + java.util.Arrays.toString(in);
+        String what = script + ", seed " + seed + ", inputs " + java.util.Arrays.toString(in);
         int o = 7 * i;
         assertEquals(span, (Long) out.get(o), "span, " + what);
         assertEquals(io.retrybudget.budget.internal.PaceArithmetic.start(in[0], in[1], in[2], in[3] * 1_000_000, cap),
@@ -767,7 +806,7 @@ class LuaScriptTest {
         cases++;
       }
     }
-    assertEquals(4_000, cases);
+    return cases;
   }
 
   /** A random value in [lo, hi], or one of the edges, a third of the time. */

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
 /** A change of configuration for configure.lua; a null field keeps the stored value. */
 public record ConfigChange(Long ratioPpm, Integer windowSeconds, Integer minRetriesPerSecond, String mode,

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
 /**
  * The reply of status.lua: a budget's configuration (the defaults where none is stored) and window.

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.transport;
 
 import io.lettuce.core.resource.EventLoopGroupProvider;
 import io.lettuce.core.resource.Transports;

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.internal.TrustArithmetic;

@@ -1,4 +1,6 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
+
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.transport;
 
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;

@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
 import java.util.concurrent.atomic.AtomicLong;
 

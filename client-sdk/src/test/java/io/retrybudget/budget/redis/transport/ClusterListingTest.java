@@ -1,4 +1,9 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.transport;
+
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.ConfigChange;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

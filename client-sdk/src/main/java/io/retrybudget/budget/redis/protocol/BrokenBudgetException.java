@@ -1,4 +1,4 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
 /**
  * A budget's keys in Redis hold something the scripts refuse (a NaN or out-of-range number, a key of

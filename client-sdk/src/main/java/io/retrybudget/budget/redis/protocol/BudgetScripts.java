@@ -1,6 +1,8 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
 
-import static io.retrybudget.budget.redis.BudgetReply.asLong;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+
+import static io.retrybudget.budget.redis.protocol.BudgetReply.asLong;
 
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;

@@ -1,4 +1,6 @@
-package io.retrybudget.budget.redis;
+package io.retrybudget.budget.redis.protocol;
+
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -148,10 +150,11 @@ class FleetCountTest {
     assertTrue(inWindow == 3 || inWindow == 0, "the buckets' count (0 once they left the window): " + inWindow);
   }
 
-  /** The shared section of budget.lua (and status.lua): pace, trust and fleet rules. */
+  /** The fragments as assembled into budget.lua: the pace constants, the trust caps and fleet_read. */
   private static String sharedText() {
-    String body = LuaScript.BUDGET.body();
-    return body.substring(body.indexOf("-- pace: begin"), body.indexOf("-- pace: end"));
+    return String.join("\n", LuaScriptTest.assembledFragment(LuaScript.BUDGET, "pace.lua"),
+        LuaScriptTest.assembledFragment(LuaScript.BUDGET, "trust.lua"),
+        LuaScriptTest.assembledFragment(LuaScript.BUDGET, "fleet.lua")) + "\n";
   }
 
   /** fleet_read and the trust caps inside Redis answer what FleetCount and TrustArithmetic answer. */
