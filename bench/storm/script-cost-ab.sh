@@ -25,7 +25,8 @@ trap cleanup EXIT
 mkdir -p "$WORK/old" "$WORK/new"
 git show "$OLD:lua/budget.lua" >"$WORK/old/budget.lua"
 git show "$OLD:lua/status.lua" >"$WORK/old/status.lua"
-cp lua/budget.lua lua/status.lua "$WORK/new/"
+bash lua/assemble.sh budget.lua >"$WORK/new/budget.lua"   # the fragments put in, as LuaScript does
+bash lua/assemble.sh status.lua >"$WORK/new/status.lua"
 R="redis-cli -p $PORT"
 P='rb:v2:'
 CFG="${P}{cost}:cfg"; WIN="${P}{cost}:win"; CLI="${P}{cost}:clients"; IDX="${P}index"; PACE="${P}{cost}:pace"

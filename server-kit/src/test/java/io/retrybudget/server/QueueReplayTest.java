@@ -3,7 +3,7 @@ package io.retrybudget.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.server.servlet.IdempotencyFilter;
 import io.retrybudget.server.servlet.QueueAdmissionFilter;
 import io.retrybudget.server.vertx.VertxIdempotency;
