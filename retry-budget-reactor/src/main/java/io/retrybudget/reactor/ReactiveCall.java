@@ -13,7 +13,6 @@ import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.SynchronousSink;
 import reactor.util.retry.Retry;
 
 /**
@@ -102,23 +101,19 @@ final class ReactiveCall extends Retry {
           ? AttemptSignal.deadline(new AttemptTimeoutException(deadline))
           : new AttemptTimeoutException(Duration.ofNanos(allowed))), retry.scheduler);
     }
-    return attempt.handle(this::judge);
+    return new JudgedAttempt<>(attempt, this::judge);
   }
 
-  private <T> void judge(T value, SynchronousSink<T> sink) {
+  /** Null for a result the policy accepts; else what carries it (or the policy's own failure) to the companion. */
+  private Throwable judge(Object value) {
     RetryPlanner.Verdict verdict;
     try {
       verdict = planner.judge(value, null);
     } catch (Throwable t) {
       retry.discard(value);
-      sink.error(AttemptSignal.policyError(t));
-      return;
+      return AttemptSignal.policyError(t);
     }
-    if (verdict.retryable()) {
-      sink.error(AttemptSignal.result(value, verdict));
-    } else {
-      sink.next(value);
-    }
+    return verdict.retryable() ? AttemptSignal.result(value, verdict) : null;
   }
 
   // ---- the companion ---------------------------------------------------------------------
