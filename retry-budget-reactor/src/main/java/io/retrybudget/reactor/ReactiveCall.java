@@ -185,12 +185,19 @@ final class ReactiveCall extends Retry {
    * runs on Redis's thread.
    */
   private Mono<BudgetDecision> askBudget() {
-    CompletableFuture<BudgetDecision> answer;
+    CompletionStage<BudgetDecision> stage;
     try {
-      CompletionStage<BudgetDecision> stage = retry.budget.acquire();
-      answer = stage.toCompletableFuture();
+      stage = retry.budget.acquire();
     } catch (Throwable t) {
       return Mono.just(BudgetDecision.DENIED_FALLBACK);
+    }
+    CompletableFuture<BudgetDecision> answer;
+    try {
+      answer = stage.toCompletableFuture();
+    } catch (UnsupportedOperationException notAFuture) {
+      CompletableFuture<BudgetDecision> relay = new CompletableFuture<>();
+      stage.whenComplete((d, error) -> relay.complete(error == null ? d : null));
+      answer = relay;
     }
     if (answer.isDone()) {
       BudgetDecision d = answer.isCompletedExceptionally() ? null : answer.getNow(null);
