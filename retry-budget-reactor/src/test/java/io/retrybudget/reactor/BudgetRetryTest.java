@@ -140,6 +140,30 @@ class BudgetRetryTest {
   }
 
   @Test
+  void aBudgetAnswerFromAnotherThreadIsActedOnOnTheScheduler() throws Exception {
+    java.util.concurrent.CompletableFuture<BudgetDecision> answer = new java.util.concurrent.CompletableFuture<>();
+    budget.then(answer);
+    reactor.core.scheduler.Scheduler timers = reactor.core.scheduler.Schedulers.newSingle("retry-timers");
+    try {
+      BudgetRetry r = BudgetRetry.builder(RetryPolicy.builder().maxAttempts(3).build()).budget(budget).scheduler(timers)
+          .build();
+      List<String> threads = new CopyOnWriteArrayList<>();
+      java.util.concurrent.CompletableFuture<Void> ended = this.<String>failing().retryWhen(r)
+          .doOnError(e -> threads.add(Thread.currentThread().getName())).then().toFuture();
+      Thread redisIo = new Thread(() -> answer.complete(BudgetDecision.DENIED_EXHAUSTED), "redis-io");
+      redisIo.start();
+      redisIo.join();
+      java.util.concurrent.ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(
+          java.util.concurrent.ExecutionException.class, () -> ended.get(10, TimeUnit.SECONDS));
+      assertInstanceOf(RetryBudgetExhaustedException.class, e.getCause());
+      assertEquals(1, threads.size());
+      assertTrue(threads.get(0).startsWith("retry-timers"), "the refusal reaches the caller on the scheduler: " + threads);
+    } finally {
+      timers.dispose();
+    }
+  }
+
+  @Test
   void failuresThePolicyDoesNotRetryEndAtOnceWithoutAskingTheBudget() {
     BudgetRetry r = retry(RetryPolicy.builder().maxAttempts(3).build()).build();
     StepVerifier.withVirtualTime(() -> Mono.defer(() -> {
