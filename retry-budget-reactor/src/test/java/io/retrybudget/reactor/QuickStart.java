@@ -3,7 +3,7 @@ package io.retrybudget.reactor;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryPolicy;
 import java.time.Duration;
 import java.util.concurrent.Callable;

@@ -3,7 +3,7 @@ package io.retrybudget.bench.clients;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.reactor.BudgetRetry;
 import io.retrybudget.reactor.BudgetRetryFilter;
 import io.retrybudget.retry.RetryPolicy;
