@@ -39,7 +39,7 @@
   function getJson(url) {
     var controller = new AbortController();
     var timer = setTimeout(function () { controller.abort(); }, TIMEOUT_MS);
-    return fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store', signal: controller.signal })
+    return fetch(url, { headers: { Accept: 'application/json, application/problem+json' }, cache: 'no-store', signal: controller.signal })
       .then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (body) { return { status: r.status, body: body }; });
       })
@@ -129,7 +129,8 @@
   function listUrl() { return '/v1/budgets' + (onlyExhausted() ? '?exhausted=true' : ''); }
 
   function ok(r) {
-    if (r.status !== 200) { throw new Error(r.body && r.body.error ? r.body.error : 'HTTP ' + r.status); }
+    // errors are RFC 9457 problems: detail says what went wrong
+    if (r.status !== 200) { throw new Error(r.body && r.body.detail ? r.body.detail : 'HTTP ' + r.status); }
     return r.body;
   }
 

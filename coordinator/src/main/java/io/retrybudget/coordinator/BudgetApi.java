@@ -31,8 +31,8 @@ import java.util.stream.Collectors;
 
 /**
  * The HTTP API v1 (coordinator/openapi.yaml): routes, authentication of writes, and the mapping of
- * every failure to a JSON error: 400 naming the field, 401, 404, 405 with Allow, 413, 415, 503 when
- * Redis fails (naming the cause).
+ * every failure to an RFC 9457 problem ({@link Problem}): 400 naming the field, 401, 404, 405 with
+ * Allow, 409, 413, 415, 422, 503 when Redis fails (naming the cause).
  *
  * <p>Every route is registered through {@link #read} or {@link #write} (which record its methods for
  * Allow, OPTIONS and 405) before {@link #methodNotAllowed}. A write checks, in this order and before
@@ -408,10 +408,10 @@ final class BudgetApi {
   }
 
   private static void overCap(RoutingContext ctx, long count, long cap) {
-    json(ctx, 422, new JsonObject().put("field", "count").put("max_count", cap)
-        .put("error", "count " + count + " is more than this budget can hold at once now (" + cap
-            + ": half a second of its refill rate), so it could not be granted by waiting; ask for at most " + cap
-            + " at a time"));
+    problem(ctx, Problem.of(Problem.Type.COUNT_OVER_CAP, 422, "count", "count " + count
+        + " is more than this budget can hold at once now (" + cap
+        + ": half a second of its refill rate), so it could not be granted by waiting; ask for at most " + cap
+        + " at a time", instance(ctx)).put("max_count", cap));
   }
 
   private void acquire(RoutingContext ctx, String name, long count) {
@@ -482,20 +482,30 @@ final class BudgetApi {
   private void redisDown(RoutingContext ctx, Throwable cause) {
     if (cause instanceof BrokenBudgetException b) {
       // Redis is up; this budget's keys hold bad state: 409, naming budget, key and field
-      json(ctx, 409, brokenJson(b).put("budget", b.budget())
-          .put("error", b.getMessage() + "; fix it with PUT or DELETE /v1/budgets/" + b.budget()));
+      problem(ctx, Problem.of(Problem.Type.BROKEN_BUDGET, 409, b.field(),
+          b.getMessage() + "; fix it with PUT or DELETE /v1/budgets/" + b.budget(), instance(ctx))
+          .put("name", b.budget()).put("budget", b.budget()).put("key", b.key()));
       return;
     }
     LOG.log(Level.FINE, "Redis call failed", cause);
     error(ctx, 503, null, RedisErrors.describe(cause, redisEndpoint, budgets.timeoutMillis()));
   }
 
-  private static void error(RoutingContext ctx, int status, String field, String message) {
-    JsonObject body = new JsonObject().put("error", message);
-    if (field != null) {
-      body.put("field", field);
+  /** An error answer: a problem of the kind {@code status} stands for, naming {@code field} (null: none). */
+  static void error(RoutingContext ctx, int status, String field, String message) {
+    problem(ctx, Problem.of(status, field, message, instance(ctx)));
+  }
+
+  static String instance(RoutingContext ctx) {
+    return Problem.instanceOf(ctx.request().path());
+  }
+
+  /** Answers the problem (application/problem+json) with its status. */
+  static void problem(RoutingContext ctx, JsonObject problem) {
+    if (ctx.response().ended() || ctx.response().closed()) {
+      return;
     }
-    json(ctx, status, body);
+    send(ctx, problem.getInteger("status"), problem.toBuffer(), Problem.CONTENT_TYPE);
   }
 
   private static void json(RoutingContext ctx, int status, JsonObject body) {
@@ -510,8 +520,12 @@ final class BudgetApi {
     if (ctx.response().ended() || ctx.response().closed()) {
       return;
     }
+    send(ctx, status, encoded, "application/json");
+  }
+
+  private static void send(RoutingContext ctx, int status, Buffer encoded, String contentType) {
     closeIfBodyUnread(ctx);
-    headLength(ctx, encoded.length()).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
+    headLength(ctx, encoded.length()).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, contentType)
         .end(encoded);
   }
 

@@ -78,7 +78,7 @@ final class StatusPage {
     try {
       RequestParser.name(ctx.pathParam("name"));
     } catch (BadRequestException e) {
-      error(ctx, 400, e.field(), e.getMessage());
+      BudgetApi.error(ctx, 400, e.field(), e.getMessage());
       return;
     }
     send(ctx, page);
@@ -87,7 +87,7 @@ final class StatusPage {
   private void asset(RoutingContext ctx) {
     Asset a = assets.get(ctx.pathParam("asset"));
     if (a == null) {
-      error(ctx, 404, "path", "no such resource");
+      BudgetApi.error(ctx, 404, "path", "no such resource");
       return;
     }
     send(ctx, a);
@@ -126,14 +126,6 @@ final class StatusPage {
       }
     }
     return false;
-  }
-
-  private static void error(RoutingContext ctx, int status, String field, String message) {
-    io.vertx.core.json.JsonObject body = new io.vertx.core.json.JsonObject().put("error", message);
-    if (field != null) {
-      body.put("field", field);
-    }
-    ctx.response().setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(body.encode());
   }
 
   private static Asset asset(String file, String contentType) throws IOException {

@@ -90,7 +90,7 @@ class StatusPageTest {
     var badName = send("GET", "/budgets/%3Cscript%3E");
     assertEquals(400, badName.statusCode());
     assertTrue(badName.body().contains("\"field\":\"name\""), badName.body());
-    assertEquals("application/json", header(badName, "Content-Type"));
+    assertEquals("application/problem+json", header(badName, "Content-Type"));
     assertEquals(404, send("GET", "/status/secret.txt").statusCode());
     assertEquals(404, send("GET", "/status/index.html").statusCode(), "only the files listed, never a lookup by name");
     var unknownQuery = send("GET", "/?limit=5");
