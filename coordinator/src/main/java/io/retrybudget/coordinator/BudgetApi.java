@@ -57,8 +57,9 @@ final class BudgetApi {
   // one encoding per listing and filter, shared by every request that waited for that listing: each
   // encoded it again before, all in one turn of the one event loop (2,000 readers of a 1,000-budget
   // listing: the loop blocked 4 s, so permits and readiness, whose Redis replies it reads, got 503)
-  private BudgetService.Listing encodedListing;
-  private final Buffer[] encodedBodies = new Buffer[3];
+  // [with buckets][filter]
+  private final BudgetService.Listing[] encodedListing = new BudgetService.Listing[2];
+  private final Buffer[][] encodedBodies = new Buffer[2][3];
   private final java.util.concurrent.atomic.AtomicLong listingEncodes = new java.util.concurrent.atomic.AtomicLong();
   private final OncePerMinute abortedUploads = new OncePerMinute("requests ended by the client before their answer");
 
@@ -79,7 +80,7 @@ final class BudgetApi {
 
   void mount(Router router) {
     Handler<RoutingContext> body = BodyHandler.create(false).setBodyLimit(MAX_BODY_BYTES);
-    read(router, "/v1/budgets", Set.of("exhausted"), this::list);
+    read(router, "/v1/budgets", Set.of("exhausted", "buckets"), this::list);
     read(router, "/v1/budgets/:name", NO_QUERY, this::get);
     write(router, HttpMethod.PUT, "/v1/budgets/:name", body, this::put);
     write(router, HttpMethod.POST, "/v1/budgets/:name/requests", body, this::requests);
@@ -253,7 +254,13 @@ final class BudgetApi {
       error(ctx, 400, "exhausted", "exhausted must be true or false");
       return;
     }
-    budgets.list(maxBudgets).onComplete(r -> {
+    String buckets = ctx.queryParams().get("buckets");
+    if (buckets != null && !buckets.equals("true") && !buckets.equals("false")) {
+      error(ctx, 400, "buckets", "buckets must be true or false");
+      return;
+    }
+    boolean withBuckets = "true".equals(buckets);
+    budgets.list(maxBudgets, withBuckets).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
         return;
@@ -261,18 +268,20 @@ final class BudgetApi {
       if (ctx.response().ended() || ctx.response().closed()) {
         return; // the reader left while it waited: nothing to encode for it
       }
-      json(ctx, 200, listingBody(r.result(), exhausted));
+      json(ctx, 200, listingBody(r.result(), withBuckets, exhausted));
     });
   }
 
   /** The listing's body with the {@code exhausted} filter (null: none), encoded once per listing. */
-  private synchronized Buffer listingBody(BudgetService.Listing listing, String exhausted) {
-    if (listing != encodedListing) {
-      encodedListing = listing;
-      java.util.Arrays.fill(encodedBodies, null);
+  private synchronized Buffer listingBody(BudgetService.Listing listing, boolean withBuckets, String exhausted) {
+    int kind = withBuckets ? 1 : 0;
+    Buffer[] bodies = encodedBodies[kind];
+    if (listing != encodedListing[kind]) {
+      encodedListing[kind] = listing;
+      java.util.Arrays.fill(bodies, null);
     }
     int variant = exhausted == null ? 0 : exhausted.equals("true") ? 1 : 2;
-    if (encodedBodies[variant] == null) {
+    if (bodies[variant] == null) {
       JsonArray items = new JsonArray();
       for (BudgetStatus s : listing.budgets()) {
         if (exhausted == null || s.exhausted() == Boolean.parseBoolean(exhausted)) {
@@ -281,11 +290,11 @@ final class BudgetApi {
       }
       JsonArray broken = new JsonArray();
       listing.broken().forEach(b -> broken.add(brokenJson(b)));
-      encodedBodies[variant] = new JsonObject().put("budgets", items).put("broken", broken)
+      bodies[variant] = new JsonObject().put("budgets", items).put("broken", broken)
           .put("truncated", listing.truncated()).toBuffer();
       listingEncodes.incrementAndGet();
     }
-    return encodedBodies[variant];
+    return bodies[variant];
   }
 
   /** How many listing bodies were encoded (for tests). */

@@ -45,6 +45,7 @@ final class StatusPage {
     page = asset("index.html", "text/html; charset=utf-8");
     assets = Map.of(
         "page.js", asset("page.js", "text/javascript; charset=utf-8"),
+        "chart.js", asset("chart.js", "text/javascript; charset=utf-8"),
         "page.css", asset("page.css", "text/css; charset=utf-8"),
         "icon.svg", asset("icon.svg", "image/svg+xml"));
   }
