@@ -39,7 +39,7 @@
   function getJson(url) {
     var controller = new AbortController();
     var timer = setTimeout(function () { controller.abort(); }, TIMEOUT_MS);
-    return fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store', signal: controller.signal })
+    return fetch(url, { headers: { Accept: 'application/json, application/problem+json' }, cache: 'no-store', signal: controller.signal })
       .then(function (r) {
         return r.json().catch(function () { return {}; }).then(function (body) { return { status: r.status, body: body }; });
       })
@@ -62,22 +62,66 @@
     return span;
   }
 
+  // Admission is paced: what decides is the balance (at most half a second of its refill rate), not
+  // what is left of the window's allowance; the bar shows the balance against its cap.
+  function available(b) {
+    return fmt(b.remaining) + ' of ' + fmt(b.balance_cap) + ' available now, refills '
+        + RetryBudgetChart.rate(b.refill_per_second) + '/s';
+  }
+
+  function windowUse(b) {
+    return fmt(b.retries) + ' of ' + fmt(b.allowance) + ' retries in ' + fmt(b.window_seconds) + ' s';
+  }
+
+  function nextPermit(b) {
+    var ms = b.next_grant_ms;
+    if (typeof ms !== 'number' || ms < 0) { return 'not by itself (no first attempts and no floor)'; }
+    return ms === 0 ? 'now' : 'in ' + (ms < 1000 ? ms + ' ms' : (ms / 1000).toLocaleString('en-US', { maximumFractionDigits: 1 }) + ' s');
+  }
+
+  // Why a budget is exhausted or not, in words (the badge's tooltip and the detail view's text).
+  function explain(b) {
+    var pace = 'The paced balance holds ' + fmt(b.remaining) + ' of at most ' + fmt(b.balance_cap)
+        + ' permits (half a second of its refill rate, ' + RetryBudgetChart.rate(b.refill_per_second) + '/s). ';
+    var head = b.exhausted ? 'No retry can be granted now: the next permit comes ' + nextPermit(b) + '. '
+        : 'Retries are granted now. ';
+    return head + pace + 'The window allows ' + fmt(b.allowance) + ' retries in ' + fmt(b.window_seconds) + ' s ('
+        + fmt(b.retries) + ' granted): pacing spreads them over the window instead of granting them in one burst.'
+        + (b.mode === 'shadow' ? ' Shadow mode: nothing is refused, refusals are only counted.' : '');
+  }
+
   function bar(b) {
     var wrap = el('div', 'bar-wrap');
     var outer = el('div', 'bar' + (b.exhausted ? ' exhausted' : '') + (b.mode === 'shadow' ? ' shadow' : ''));
     var fill = el('div', 'fill');
-    var allowance = num(b.allowance);
-    var used = allowance > 0 ? Math.min(1, num(b.retries) / allowance) : (num(b.retries) > 0 ? 1 : 0);
-    fill.style.width = (used * 100).toFixed(1) + '%';
+    var cap = num(b.balance_cap);
+    var held = cap > 0 ? Math.min(1, num(b.remaining) / cap) : 0;
+    fill.style.width = (held * 100).toFixed(1) + '%';
     outer.appendChild(fill);
     outer.setAttribute('role', 'meter');
+    outer.setAttribute('aria-label', 'permits available now');
     outer.setAttribute('aria-valuemin', '0');
-    outer.setAttribute('aria-valuemax', String(allowance));
-    outer.setAttribute('aria-valuenow', String(num(b.retries)));
+    outer.setAttribute('aria-valuemax', String(cap));
+    outer.setAttribute('aria-valuenow', String(num(b.remaining)));
     wrap.appendChild(outer);
-    wrap.appendChild(el('span', 'bar-label', fmt(b.retries) + ' / ' + fmt(allowance) + ' retries, '
-        + fmt(b.remaining) + ' available now'));
+    wrap.appendChild(el('span', 'bar-label', available(b)));
     return wrap;
+  }
+
+  // the charts' histories, by budget name (kept while the page is open)
+  var histories = {};
+  function historyOf(b) {
+    var name = String(b.name);
+    if (!Object.prototype.hasOwnProperty.call(histories, name)) { histories[name] = new RetryBudgetChart.History(); }
+    histories[name].add(b);
+    return histories[name];
+  }
+
+  function spark(b) {
+    var s = svg('svg', { 'class': 'spark', viewBox: '0 0 140 34', width: 140, height: 34, role: 'img',
+      'aria-label': 'last 60 s: first attempts, retries granted and denied per second' });
+    RetryBudgetChart.draw(s, historyOf(b), { width: 140, height: 34, axes: false });
+    return s;
   }
 
   // ---- the list of every budget ----
@@ -105,8 +149,13 @@
       var usage = el('td');
       usage.appendChild(bar(b));
       tr.appendChild(usage);
+      tr.appendChild(el('td', 'window', windowUse(b)));
+      var chart = el('td', 'chart');
+      chart.appendChild(spark(b));
+      tr.appendChild(chart);
       var state = el('td');
       state.appendChild(stateBadges(b));
+      state.title = explain(b);
       tr.appendChild(state);
       tr.appendChild(el('td', 'num', fmt(b.requests)));
       tr.appendChild(el('td', 'num', fmt(b.denied)));
@@ -126,10 +175,11 @@
     }));
   }
 
-  function listUrl() { return '/v1/budgets' + (onlyExhausted() ? '?exhausted=true' : ''); }
+  function listUrl() { return '/v1/budgets?buckets=true' + (onlyExhausted() ? '&exhausted=true' : ''); }
 
   function ok(r) {
-    if (r.status !== 200) { throw new Error(r.body && r.body.error ? r.body.error : 'HTTP ' + r.status); }
+    // errors are RFC 9457 problems: detail says what went wrong
+    if (r.status !== 200) { throw new Error(r.body && r.body.detail ? r.body.detail : 'HTTP ' + r.status); }
     return r.body;
   }
 
@@ -140,34 +190,8 @@
   }
 
   function renderChart(b) {
-    var chart = $('chart');
     var buckets = Array.isArray(b.buckets) ? b.buckets : [];
-    var W = 640, H = 220, left = 44, right = 8, top = 10, bottom = 28;
-    var max = 1;
-    buckets.forEach(function (k) { max = Math.max(max, num(k.requests), num(k.retries), num(k.denied)); });
-    var parts = [];
-    parts.push(svg('line', { x1: left, y1: H - bottom, x2: W - right, y2: H - bottom, 'class': 'axis' }));
-    parts.push(svg('line', { x1: left, y1: top, x2: left, y2: H - bottom, 'class': 'axis' }));
-    parts.push(svg('text', { x: left - 4, y: top + 10, 'text-anchor': 'end' }, fmt(max)));
-    parts.push(svg('text', { x: left - 4, y: H - bottom, 'text-anchor': 'end' }, '0'));
-    var n = Math.max(1, buckets.length);
-    var slot = (W - left - right) / n;
-    var bw = Math.max(2, (slot - 6) / 3);
-    var series = [['requests', 's-req'], ['retries', 's-ret'], ['denied', 's-den']];
-    buckets.forEach(function (k, i) {
-      series.forEach(function (s, j) {
-        var v = num(k[s[0]]);
-        var h = (H - top - bottom) * v / max;
-        var rect = svg('rect', { x: (left + i * slot + 3 + j * bw).toFixed(1), y: (H - bottom - h).toFixed(1),
-          width: bw.toFixed(1), height: h.toFixed(1), 'class': s[1] });
-        rect.appendChild(svg('title', {}, s[0] + ': ' + fmt(v)));
-        parts.push(rect);
-      });
-      var age = Math.round((num(b.now_ms) - num(k.start_ms)) / 1000);
-      parts.push(svg('text', { x: (left + i * slot + slot / 2).toFixed(1), y: H - bottom + 16, 'text-anchor': 'middle' },
-        i === buckets.length - 1 ? 'now' : '-' + age + 's'));
-    });
-    chart.replaceChildren.apply(chart, parts);
+    RetryBudgetChart.draw($('chart'), historyOf(b), { width: 640, height: 220, axes: true });
     var rows = buckets.map(function (k, i) {
       var tr = el('tr');
       var age = (num(b.now_ms) - num(k.start_ms)) / 1000;
@@ -187,16 +211,19 @@
       stateBadges(b));
     state.dataset.state = b.exhausted ? 'exhausted' : 'ok';
     $('d-bar').replaceChildren(bar(b));
+    $('d-explain').textContent = explain(b);
     var dl = $('d-facts');
     dl.replaceChildren();
+    fact(dl, 'Available now', fmt(b.remaining) + ' of ' + fmt(b.balance_cap));
+    fact(dl, 'Refill rate', RetryBudgetChart.rate(b.refill_per_second) + ' permits/s');
+    fact(dl, 'Next permit', nextPermit(b));
     fact(dl, 'Ratio', pct(b.ratio) + ' of first attempts');
     fact(dl, 'Floor', fmt(b.min_retries_per_second) + ' retries/s');
     fact(dl, 'Window', fmt(b.window_seconds) + ' s (' + fmt(b.bucket_ms) + ' ms buckets)');
-    fact(dl, 'First attempts', fmt(b.requests));
+    fact(dl, 'Window allowance', fmt(b.allowance) + ' retries');
     fact(dl, 'Retries granted', fmt(b.retries));
     fact(dl, 'Retries denied', fmt(b.denied));
-    fact(dl, 'Allowance', fmt(b.allowance));
-    fact(dl, 'Remaining', fmt(b.remaining));
+    fact(dl, 'First attempts', fmt(b.requests));
     fact(dl, 'Retry ratio', pct(b.retry_ratio));
     fact(dl, 'SDK clients', fmt(b.active_clients));
     renderChart(b);

@@ -86,16 +86,16 @@ final class LocalFallback {
    * reported to Redis with the next call, refusals counted as denied.
    */
   BudgetDecision decide(long now, FallbackPolicy policy, RedisRetryBudget.Learned config) {
-    boolean granted = switch (policy) {
+    long next = switch (policy) {
       case ALLOW -> {
         record(now, 0, 1, 0);
         pending.fallbackGrant();
-        yield true;
+        yield GRANT;
       }
-      case DENY -> false;
+      case DENY -> NO_ESTIMATE; // it never grants: no next permit to expect
       case LOCAL -> tryGrant(now, config);
     };
-    if (granted) {
+    if (next == GRANT) {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pending.denied();
@@ -103,20 +103,28 @@ final class LocalFallback {
       record(now, 0, 1, 0); // shadow never refuses, even from the fallback: it counts "would deny"
       return BudgetDecision.GRANTED_SHADOW;
     }
-    return BudgetDecision.DENIED_FALLBACK;
+    return BudgetDecision.denied(BudgetDecision.Reason.DENIED_FALLBACK, next);
   }
 
-  private synchronized boolean tryGrant(long now, RedisRetryBudget.Learned config) {
+  /** What {@link #tryGrant} answers for a grant. */
+  private static final long GRANT = Long.MIN_VALUE;
+  private static final long NO_ESTIMATE = -1;
+
+  /**
+   * {@link #GRANT}, or for a refusal the ms until the balance pays what is owed and reaches the next
+   * threshold at its refill rate ({@link #NO_ESTIMATE} when it does not refill by itself).
+   */
+  private synchronized long tryGrant(long now, RedisRetryBudget.Learned config) {
     startOrUpdate(now, config);
     if (debt > 0) {
       debt -= balance.withdraw(debt);
       if (debt > 0) {
-        return false;
+        return millisUntil(debt + threshold);
       }
     }
     long held = balance.balance();
     if (held < threshold) {
-      return false;
+      return millisUntil(threshold - held);
     }
     // each permit is granted once the balance reaches a threshold drawn for it, uniform in (0, 1]
     // permit, and costs a whole permit (what it lacks is owed). A client's share is often a fraction
@@ -134,7 +142,13 @@ final class LocalFallback {
     threshold = threshold();
     own.add(now, 0, 1, 0);
     pending.fallbackGrant();
-    return true;
+    return GRANT;
+  }
+
+  /** Ms until the balance has gained {@code micros} more micro-permits at its refill rate; NO_ESTIMATE: never. */
+  private long millisUntil(long micros) {
+    long rate = balance.refillRate();
+    return rate <= 0 ? NO_ESTIMATE : (micros * 1000 + rate - 1) / rate;
   }
 
   /**

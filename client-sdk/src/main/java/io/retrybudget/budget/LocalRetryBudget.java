@@ -68,7 +68,8 @@ public final class LocalRetryBudget implements RetryBudget {
       window.add(now, 0, 1, 0);
       return BudgetDecision.GRANTED_SHADOW;
     }
-    return BudgetDecision.DENIED_EXHAUSTED;
+    // when the balance holds a whole permit again at its refill rate (none: no first attempts, no floor)
+    return BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED, balance.nextMillis());
   }
 
   @Override

@@ -31,6 +31,10 @@ final class PermitCache {
   private final long exhaustedCacheMillis;
   private final DoubleSupplier random;
   private volatile long exhaustedUntil = Long.MIN_VALUE;
+  // when the refusal being reused expected the next permit (Redis's next_grant_ms from its answer);
+  // NO_ESTIMATE when it did not say. Read with exhaustedUntil, not atomically with it: an estimate
+  private volatile long nextPermitAt = NO_ESTIMATE;
+  private static final long NO_ESTIMATE = Long.MIN_VALUE;
   // permits Redis granted this client and it has not used yet, until heldUntil
   private final AtomicInteger held = new AtomicInteger();
   private volatile long heldUntil = Long.MIN_VALUE;
@@ -46,6 +50,16 @@ final class PermitCache {
   /** Whether a refusal from Redis is still reused at {@code now}. */
   boolean refusing(long now) {
     return now < exhaustedUntil;
+  }
+
+  /**
+   * The refusal reused at {@code now}: it says when the next permit is expected, as Redis said when
+   * it refused, less the time since (never below 0).
+   */
+  BudgetDecision reusedRefusal(long now) {
+    long at = nextPermitAt;
+    return at == NO_ESTIMATE ? BudgetDecision.DENIED_EXHAUSTED_CACHED
+        : BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED_CACHED, Math.max(0, at - now));
   }
 
   /** Takes a held permit, if one is held and not too old. */
@@ -91,6 +105,7 @@ final class PermitCache {
 
   /** Redis said "exhausted": the refusal is reused for a while. */
   void exhausted(long now, BudgetReply reply, RedisRetryBudget.Learned l) {
+    nextPermitAt = reply.nextGrantMillis() < 0 ? NO_ESTIMATE : now + reply.nextGrantMillis();
     exhaustedUntil = now + denialCacheMillis(reply, l);
   }
 

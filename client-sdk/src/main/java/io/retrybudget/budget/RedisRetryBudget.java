@@ -157,7 +157,7 @@ final class RedisRetryBudget implements RetryBudget {
     long now = clock.getAsLong();
     if (permits.refusing(now)) {
       pending.denied();
-      return CompletableFuture.completedFuture(BudgetDecision.DENIED_EXHAUSTED_CACHED);
+      return CompletableFuture.completedFuture(permits.reusedRefusal(now));
     }
     RedisHealth.State h = health.state();
     if (permits.take(now)) {
@@ -229,7 +229,7 @@ final class RedisRetryBudget implements RetryBudget {
       case BudgetReply.DENIED:
         own.record(now, 0, 0, 1);
         permits.exhausted(now, reply, learned);
-        return BudgetDecision.DENIED_EXHAUSTED;
+        return BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED, reply.nextGrantMillis());
       default:
         throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
     }

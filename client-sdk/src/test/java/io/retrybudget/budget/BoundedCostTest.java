@@ -138,7 +138,7 @@ class BoundedCostTest {
     // the lease is spent; the client's share of the permit calls is a fraction of its asks: a draw
     // above it refuses locally, counted as denied
     random.set(0.999);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED_CACHED, b.acquireBlocking().reason());
     assertEquals(before + 1, scriptCalls(), "not this client's turn: no call");
     random.set(0.0);
     assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
@@ -147,7 +147,7 @@ class BoundedCostTest {
     // bucket (6 s): then dropped
     now.addAndGet(6_001);
     random.set(0.999);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking(), "the rest of the lease expired");
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED_CACHED, b.acquireBlocking().reason(), "the rest of the lease expired");
     now.addAndGet(10_000);
     b.flush(false).join();
     assertEquals(2, new WindowRing(redis.server(), new BudgetKeys("lease")).sum(WindowRing.D), "local refusals reach Redis");
@@ -180,9 +180,16 @@ class BoundedCostTest {
     b.flush(false).join();
     assertEquals(BudgetDecision.GRANTED, b.acquireBlocking());
     long before = scriptCalls();
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "Redis says: the next permit in 36 s, so 1 s (the most)");
+    BudgetDecision refused = b.acquireBlocking();
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, refused.reason(), "Redis says: the next permit in 36 s, so 1 s (the most)");
+    // 0.1 permits a first attempt, 100 of them over 360 s: 36 s a permit, from an empty balance (what
+    // Redis refilled in the real milliseconds between the two calls aside)
+    long next = refused.nextPermitIn().orElseThrow().toMillis();
+    assertTrue(next > 30_000 && next <= 36_010, "next permit in " + next + " ms"); // 36 s, the rate truncated, rounded up
     now.addAndGet(999);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED_CACHED, b.acquireBlocking());
+    BudgetDecision reused = b.acquireBlocking();
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED_CACHED, reused.reason());
+    assertEquals(next - 999, reused.nextPermitIn().orElseThrow().toMillis(), "a reused refusal counts down from Redis's answer");
     assertEquals(before + 1, scriptCalls(), "refused locally until then, not for 100 ms only");
     now.addAndGet(2);
     b.acquireBlocking();

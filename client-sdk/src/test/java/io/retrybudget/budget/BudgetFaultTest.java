@@ -115,7 +115,7 @@ class BudgetFaultTest {
         .callTimeout(CALL_TIMEOUT).build()) {
       RetryBudget b = late.budget(BudgetConfig.builder("late").build());
       assertTrue(b.isDegraded());
-      assertEquals(BudgetDecision.DENIED_FALLBACK, b.acquireBlocking(), "no fleet size known yet: no floor share");
+      assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, b.acquireBlocking().reason(), "no fleet size known yet: no floor share");
       for (int i = 0; i < 20; i++) {
         b.recordFirstAttempt();
       }
@@ -167,10 +167,10 @@ class BudgetFaultTest {
             .callTimeout(CALL_TIMEOUT).fallbackPolicy(FallbackPolicy.ALLOW).build();
         RedisBudgetClient noFloor = RedisBudgetClient.builder(redis.connectionOptions().build())
             .callTimeout(CALL_TIMEOUT).fallbackSharesFloor(false).build()) {
-      assertEquals(BudgetDecision.DENIED_FALLBACK, deny.budget(BudgetConfig.builder("p").build()).acquireBlocking());
+      assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, deny.budget(BudgetConfig.builder("p").build()).acquireBlocking().reason());
       assertEquals(BudgetDecision.GRANTED_FALLBACK, allow.budget(BudgetConfig.builder("p").build()).acquireBlocking());
       RetryBudget local = noFloor.budget(BudgetConfig.builder("p").ratio(0.5).build());
-      assertEquals(BudgetDecision.DENIED_FALLBACK, local.acquireBlocking(), "no requests, no floor: nothing");
+      assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, local.acquireBlocking().reason(), "no requests, no floor: nothing");
       // until two calls in a row have failed, a refusal is "in doubt", not the fallback's: wait for the
       // fallback (with no first attempts yet it grants nothing, so waiting spends nothing)
       Eventually.await("degraded", Duration.ofSeconds(5), () -> {

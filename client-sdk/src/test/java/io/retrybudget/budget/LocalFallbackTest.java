@@ -1,6 +1,7 @@
 package io.retrybudget.budget;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -57,5 +58,30 @@ class LocalFallbackTest {
     f.charge(2_500, CONFIG); // ahead of the deposits: owed
     assertEquals(0, second(pending, f, 3_000), "the next permit of deposits paid what was owed");
     assertEquals(1, second(pending, f, 4_000));
+  }
+
+  /**
+   * A LOCAL refusal says when its balance, refilled at the ratio of this client's first-attempt rate
+   * (no floor here), reaches the next threshold; DENY never grants, so it says nothing.
+   */
+  @Test
+  void aLocalRefusalSaysWhenItsShareRefillsTheNextPermit() {
+    PendingCounts pending = new PendingCounts();
+    LocalFallback f = new LocalFallback(pending, 10_000, () -> 1.0, true); // thresholds of a whole permit
+    grants(f, 0, 1); // the episode starts from nothing
+    for (int i = 0; i < 10; i++) {
+      pending.firstAttempt();
+    }
+    assertEquals(1, grants(f, 1_000, 1), "10 first attempts at ratio 0.1: one permit");
+    BudgetDecision refused = f.decide(1_000, FallbackPolicy.LOCAL, CONFIG);
+    assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, refused.reason());
+    // 10 first attempts in the window: a permit's deposits per window span (at most the 10 s window)
+    long next = refused.nextPermitIn().orElseThrow().toMillis();
+    assertTrue(next > 0 && next <= 10_000, "next permit in " + next + " ms");
+    BudgetDecision later = f.decide(1_000 + next / 2, FallbackPolicy.LOCAL, CONFIG);
+    assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, later.reason(), "no traffic, no floor: nothing deposited since");
+    assertTrue(later.nextPermitIn().isPresent());
+
+    assertEquals(java.util.Optional.empty(), f.decide(2_000, FallbackPolicy.DENY, CONFIG).nextPermitIn());
   }
 }

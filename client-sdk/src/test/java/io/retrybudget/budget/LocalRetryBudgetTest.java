@@ -25,7 +25,7 @@ class LocalRetryBudgetTest {
       }
     }
     assertEquals(100, granted);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, b.acquireBlocking().reason());
     long[] counts = b.windowCounts();
     assertEquals(1_000, counts[0]);
     assertEquals(100, counts[1]);
@@ -55,12 +55,33 @@ class LocalRetryBudgetTest {
     LocalRetryBudget b = new LocalRetryBudget(
         BudgetConfig.builder("l").minRetriesPerSecond(2).windowSeconds(10).build(), now::get);
     assertTrue(b.acquireBlocking().granted(), "half a second of the floor saved up: one permit");
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking());
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, b.acquireBlocking().reason());
     now.addAndGet(499);
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, b.acquireBlocking(), "2 a second: the next after 500 ms");
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, b.acquireBlocking().reason(), "2 a second: the next after 500 ms");
     now.addAndGet(1);
     assertTrue(b.acquireBlocking().granted());
     assertEquals(0, b.available());
+  }
+
+  @Test
+  void aRefusalSaysWhenTheBalanceHoldsAPermitAgain() {
+    LocalRetryBudget b = new LocalRetryBudget(
+        BudgetConfig.builder("l").minRetriesPerSecond(4).windowSeconds(10).build(), now::get);
+    assertTrue(b.acquireBlocking().granted());
+    assertTrue(b.acquireBlocking().granted(), "half a second of 4 a second: two permits");
+    BudgetDecision refused = b.acquireBlocking();
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, refused.reason());
+    assertEquals(java.util.Optional.of(java.time.Duration.ofMillis(250)), refused.nextPermitIn(), "4 a second, from empty");
+    now.addAndGet(100);
+    assertEquals(java.util.Optional.of(java.time.Duration.ofMillis(150)), b.acquireBlocking().nextPermitIn());
+    now.addAndGet(150);
+    assertTrue(b.acquireBlocking().granted(), "when it said");
+
+    LocalRetryBudget noFloor = new LocalRetryBudget(
+        BudgetConfig.builder("n").minRetriesPerSecond(0).windowSeconds(10).build(), now::get);
+    BudgetDecision never = noFloor.acquireBlocking();
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, never.reason());
+    assertEquals(java.util.Optional.empty(), never.nextPermitIn(), "no traffic, no floor: it does not refill by itself");
   }
 
   @Test

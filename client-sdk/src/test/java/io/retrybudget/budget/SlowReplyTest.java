@@ -43,7 +43,7 @@ class SlowReplyTest {
         } finally {
           server.resume();
         }
-        assertEquals(BudgetDecision.DENIED_FALLBACK, d, "call " + i + " timed out");
+        assertEquals(BudgetDecision.Reason.DENIED_FALLBACK, d.reason(), "call " + i + " timed out");
         // its reply comes after all: the permit Redis granted is kept for the next retry, which
         // takes it without a call to Redis (no answer in time in between to reset the failures)
         Eventually.await("the late reply of call " + i, Duration.ofSeconds(10), () -> b.unusedPermits() > keptBefore);

@@ -192,7 +192,7 @@ class ExecutionKitTest {
     Run r = run(path, policy().build(), b -> b.budget(empty), n -> Answer.fail(down), false);
     RetryBudgetExhaustedException e = (RetryBudgetExhaustedException) r.failure();
     assertSame(down, e.getCause());
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, e.decision());
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, e.decision().reason());
     assertEquals(List.of(), r.delays(), "no sleep before failing");
     assertEnded(r, RetryOutcome.BUDGET_EXHAUSTED, 1);
     assertEquals(1, empty.windowCounts()[0], "one first attempt counted");

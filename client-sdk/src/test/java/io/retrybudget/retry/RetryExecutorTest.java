@@ -101,10 +101,30 @@ class RetryExecutorTest {
     RetryBudgetExhaustedException e = assertThrows(RetryBudgetExhaustedException.class,
         () -> executor(policy().build()).budget(empty).build().call(failing(calls, failure)));
     assertSame(failure, e.getCause());
-    assertEquals(BudgetDecision.DENIED_EXHAUSTED, e.decision());
+    assertEquals(BudgetDecision.Reason.DENIED_EXHAUSTED, e.decision().reason());
     assertEquals(1, calls.get());
     assertEquals(List.of(), time.sleeps, "denied: no sleep first");
     assertEquals(1, empty.windowCounts()[0], "the first attempt was counted");
+  }
+
+  @Test
+  void theBudgetExhaustedErrorSaysWhenTheNextPermitIsExpected() {
+    java.util.concurrent.atomic.AtomicLong millis = new java.util.concurrent.atomic.AtomicLong(5_000);
+    // the least ratio: the call's one first attempt deposits a millionth of a permit, the floor the rest
+    LocalRetryBudget floor = new LocalRetryBudget(BudgetConfig.builder("deps").ratio(0.000001).minRetriesPerSecond(2).build(),
+        millis::get);
+    assertTrue(floor.acquireBlocking().granted(), "the one permit half a second of 2 a second holds");
+    millis.addAndGet(100);
+    RetryBudgetExhaustedException e = assertThrows(RetryBudgetExhaustedException.class,
+        () -> executor(policy().build()).budget(floor).build().call(failing(new AtomicInteger(), new IOException("down"))));
+    assertEquals(java.util.Optional.of(java.time.Duration.ofMillis(400)), e.nextPermitIn(), "2 a second, 100 ms refilled");
+    assertEquals("retry budget 'deps' refused a retry (exhausted); next permit expected in 400 ms", e.getMessage());
+
+    LocalRetryBudget none = new LocalRetryBudget(BudgetConfig.builder("idle").minRetriesPerSecond(0).build(), millis::get);
+    assertEquals(java.util.Optional.empty(), none.acquireBlocking().nextPermitIn());
+    RetryBudgetExhaustedException unknown = new RetryBudgetExhaustedException("idle", none.acquireBlocking(), null, null);
+    assertEquals(java.util.Optional.empty(), unknown.nextPermitIn(), "no traffic, no floor: no next permit to expect");
+    assertEquals("retry budget 'idle' refused a retry (exhausted)", unknown.getMessage());
   }
 
   @Test

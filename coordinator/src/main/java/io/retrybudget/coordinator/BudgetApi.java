@@ -31,8 +31,8 @@ import java.util.stream.Collectors;
 
 /**
  * The HTTP API v1 (coordinator/openapi.yaml): routes, authentication of writes, and the mapping of
- * every failure to a JSON error: 400 naming the field, 401, 404, 405 with Allow, 413, 415, 503 when
- * Redis fails (naming the cause).
+ * every failure to an RFC 9457 problem ({@link Problem}): 400 naming the field, 401, 404, 405 with
+ * Allow, 409, 413, 415, 422, 503 when Redis fails (naming the cause).
  *
  * <p>Every route is registered through {@link #read} or {@link #write} (which record its methods for
  * Allow, OPTIONS and 405) before {@link #methodNotAllowed}. A write checks, in this order and before
@@ -57,8 +57,9 @@ final class BudgetApi {
   // one encoding per listing and filter, shared by every request that waited for that listing: each
   // encoded it again before, all in one turn of the one event loop (2,000 readers of a 1,000-budget
   // listing: the loop blocked 4 s, so permits and readiness, whose Redis replies it reads, got 503)
-  private BudgetService.Listing encodedListing;
-  private final Buffer[] encodedBodies = new Buffer[3];
+  // [with buckets][filter]
+  private final BudgetService.Listing[] encodedListing = new BudgetService.Listing[2];
+  private final Buffer[][] encodedBodies = new Buffer[2][3];
   private final java.util.concurrent.atomic.AtomicLong listingEncodes = new java.util.concurrent.atomic.AtomicLong();
   private final OncePerMinute abortedUploads = new OncePerMinute("requests ended by the client before their answer");
 
@@ -79,7 +80,7 @@ final class BudgetApi {
 
   void mount(Router router) {
     Handler<RoutingContext> body = BodyHandler.create(false).setBodyLimit(MAX_BODY_BYTES);
-    read(router, "/v1/budgets", Set.of("exhausted"), this::list);
+    read(router, "/v1/budgets", Set.of("exhausted", "buckets"), this::list);
     read(router, "/v1/budgets/:name", NO_QUERY, this::get);
     write(router, HttpMethod.PUT, "/v1/budgets/:name", body, this::put);
     write(router, HttpMethod.POST, "/v1/budgets/:name/requests", body, this::requests);
@@ -253,7 +254,13 @@ final class BudgetApi {
       error(ctx, 400, "exhausted", "exhausted must be true or false");
       return;
     }
-    budgets.list(maxBudgets).onComplete(r -> {
+    String buckets = ctx.queryParams().get("buckets");
+    if (buckets != null && !buckets.equals("true") && !buckets.equals("false")) {
+      error(ctx, 400, "buckets", "buckets must be true or false");
+      return;
+    }
+    boolean withBuckets = "true".equals(buckets);
+    budgets.list(maxBudgets, withBuckets).onComplete(r -> {
       if (r.failed()) {
         redisDown(ctx, r.cause());
         return;
@@ -261,18 +268,20 @@ final class BudgetApi {
       if (ctx.response().ended() || ctx.response().closed()) {
         return; // the reader left while it waited: nothing to encode for it
       }
-      json(ctx, 200, listingBody(r.result(), exhausted));
+      json(ctx, 200, listingBody(r.result(), withBuckets, exhausted));
     });
   }
 
   /** The listing's body with the {@code exhausted} filter (null: none), encoded once per listing. */
-  private synchronized Buffer listingBody(BudgetService.Listing listing, String exhausted) {
-    if (listing != encodedListing) {
-      encodedListing = listing;
-      java.util.Arrays.fill(encodedBodies, null);
+  private synchronized Buffer listingBody(BudgetService.Listing listing, boolean withBuckets, String exhausted) {
+    int kind = withBuckets ? 1 : 0;
+    Buffer[] bodies = encodedBodies[kind];
+    if (listing != encodedListing[kind]) {
+      encodedListing[kind] = listing;
+      java.util.Arrays.fill(bodies, null);
     }
     int variant = exhausted == null ? 0 : exhausted.equals("true") ? 1 : 2;
-    if (encodedBodies[variant] == null) {
+    if (bodies[variant] == null) {
       JsonArray items = new JsonArray();
       for (BudgetStatus s : listing.budgets()) {
         if (exhausted == null || s.exhausted() == Boolean.parseBoolean(exhausted)) {
@@ -281,11 +290,11 @@ final class BudgetApi {
       }
       JsonArray broken = new JsonArray();
       listing.broken().forEach(b -> broken.add(brokenJson(b)));
-      encodedBodies[variant] = new JsonObject().put("budgets", items).put("broken", broken)
+      bodies[variant] = new JsonObject().put("budgets", items).put("broken", broken)
           .put("truncated", listing.truncated()).toBuffer();
       listingEncodes.incrementAndGet();
     }
-    return encodedBodies[variant];
+    return bodies[variant];
   }
 
   /** How many listing bodies were encoded (for tests). */
@@ -408,10 +417,10 @@ final class BudgetApi {
   }
 
   private static void overCap(RoutingContext ctx, long count, long cap) {
-    json(ctx, 422, new JsonObject().put("field", "count").put("max_count", cap)
-        .put("error", "count " + count + " is more than this budget can hold at once now (" + cap
-            + ": half a second of its refill rate), so it could not be granted by waiting; ask for at most " + cap
-            + " at a time"));
+    problem(ctx, Problem.of(Problem.Type.COUNT_OVER_CAP, 422, "count", "count " + count
+        + " is more than this budget can hold at once now (" + cap
+        + ": half a second of its refill rate), so it could not be granted by waiting; ask for at most " + cap
+        + " at a time", instance(ctx)).put("max_count", cap));
   }
 
   private void acquire(RoutingContext ctx, String name, long count) {
@@ -482,20 +491,30 @@ final class BudgetApi {
   private void redisDown(RoutingContext ctx, Throwable cause) {
     if (cause instanceof BrokenBudgetException b) {
       // Redis is up; this budget's keys hold bad state: 409, naming budget, key and field
-      json(ctx, 409, brokenJson(b).put("budget", b.budget())
-          .put("error", b.getMessage() + "; fix it with PUT or DELETE /v1/budgets/" + b.budget()));
+      problem(ctx, Problem.of(Problem.Type.BROKEN_BUDGET, 409, b.field(),
+          b.getMessage() + "; fix it with PUT or DELETE /v1/budgets/" + b.budget(), instance(ctx))
+          .put("name", b.budget()).put("budget", b.budget()).put("key", b.key()));
       return;
     }
     LOG.log(Level.FINE, "Redis call failed", cause);
     error(ctx, 503, null, RedisErrors.describe(cause, redisEndpoint, budgets.timeoutMillis()));
   }
 
-  private static void error(RoutingContext ctx, int status, String field, String message) {
-    JsonObject body = new JsonObject().put("error", message);
-    if (field != null) {
-      body.put("field", field);
+  /** An error answer: a problem of the kind {@code status} stands for, naming {@code field} (null: none). */
+  static void error(RoutingContext ctx, int status, String field, String message) {
+    problem(ctx, Problem.of(status, field, message, instance(ctx)));
+  }
+
+  static String instance(RoutingContext ctx) {
+    return Problem.instanceOf(ctx.request().path());
+  }
+
+  /** Answers the problem (application/problem+json) with its status. */
+  static void problem(RoutingContext ctx, JsonObject problem) {
+    if (ctx.response().ended() || ctx.response().closed()) {
+      return;
     }
-    json(ctx, status, body);
+    send(ctx, problem.getInteger("status"), problem.toBuffer(), Problem.CONTENT_TYPE);
   }
 
   private static void json(RoutingContext ctx, int status, JsonObject body) {
@@ -510,8 +529,12 @@ final class BudgetApi {
     if (ctx.response().ended() || ctx.response().closed()) {
       return;
     }
+    send(ctx, status, encoded, "application/json");
+  }
+
+  private static void send(RoutingContext ctx, int status, Buffer encoded, String contentType) {
     closeIfBodyUnread(ctx);
-    headLength(ctx, encoded.length()).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json")
+    headLength(ctx, encoded.length()).setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, contentType)
         .end(encoded);
   }
 

@@ -47,8 +47,8 @@ final class BudgetService {
   private final long timeoutMillis;
   private final boolean autoCreate;
   private final long listingSpacingNanos;
-  /** Limit -> its listings; the lock of their state. */
-  private final Map<Integer, ListingState> listings = new HashMap<>();
+  /** Limit and whether with buckets -> its listings; the lock of their state. */
+  private final Map<ListingKind, ListingState> listings = new HashMap<>();
 
   BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
     this(store, vertx, timeout, false);
@@ -145,16 +145,25 @@ final class BudgetService {
    * {@link #LISTING_SPACING} apart: the queued one waits for that on a timer.
    */
   Future<Listing> list(int limit) {
+    return list(limit, false);
+  }
+
+  /**
+   * {@link #list(int)}, each budget with its window bucket by bucket when {@code buckets} (the
+   * status page's charts): listings with and without buckets share work each among themselves.
+   */
+  Future<Listing> list(int limit, boolean buckets) {
+    ListingKind kind = new ListingKind(limit, buckets);
     synchronized (listings) {
-      ListingState s = listings.computeIfAbsent(limit, l -> new ListingState());
+      ListingState s = listings.computeIfAbsent(kind, l -> new ListingState());
       if (s.running == null && s.queued == null) {
         long waitNanos = s.startedNanos + listingSpacingNanos - System.nanoTime();
         if (!s.started || waitNanos <= 0) {
-          return startListing(s, limit);
+          return startListing(s, kind);
         }
         s.queued = Promise.promise();
         Future<Listing> answer = s.queued.future();
-        startLater(s, limit, waitNanos);
+        startLater(s, kind, waitNanos);
         return answer;
       }
       if (s.queued == null) {
@@ -164,17 +173,17 @@ final class BudgetService {
     }
   }
 
-  private Future<Listing> startListing(ListingState s, int limit) {
+  private Future<Listing> startListing(ListingState s, ListingKind kind) {
     // under the lock of listings
     s.started = true;
     s.startedNanos = System.nanoTime();
-    Future<Listing> f = computeListing(limit);
+    Future<Listing> f = computeListing(kind.limit(), kind.buckets());
     s.running = f;
     f.onComplete(r -> {
       synchronized (listings) {
         s.running = null;
         if (s.queued != null) {
-          startLater(s, limit, s.startedNanos + listingSpacingNanos - System.nanoTime());
+          startLater(s, kind, s.startedNanos + listingSpacingNanos - System.nanoTime());
         }
       }
     });
@@ -182,12 +191,12 @@ final class BudgetService {
   }
 
   /** Starts the queued listing in {@code waitNanos} (now when 0 or less); askers meanwhile join it. Under the lock. */
-  private void startLater(ListingState s, int limit, long waitNanos) {
+  private void startLater(ListingState s, ListingKind kind, long waitNanos) {
     long waitMillis = (waitNanos + 999_999) / 1_000_000;
     if (waitMillis <= 0) {
       Promise<Listing> next = s.queued;
       s.queued = null;
-      startListing(s, limit).onComplete(next);
+      startListing(s, kind).onComplete(next);
       return;
     }
     s.running = Future.succeededFuture(); // a marker: the queued one is waiting for its start
@@ -195,13 +204,16 @@ final class BudgetService {
       synchronized (listings) {
         Promise<Listing> next = s.queued;
         s.queued = null;
-        startListing(s, limit).onComplete(next);
+        startListing(s, kind).onComplete(next);
       }
     });
   }
 
+  /** Which listing: its limit, and whether each budget comes with its window bucket by bucket. */
+  private record ListingKind(int limit, boolean buckets) {}
+
   /**
-   * One limit's listings: the one running (or a marker while the queued one waits for its start),
+   * One kind's listings: the one running (or a marker while the queued one waits for its start),
    * the promise of the one queued behind it, and when the last one started.
    */
   private static final class ListingState {
@@ -211,7 +223,7 @@ final class BudgetService {
     long startedNanos;
   }
 
-  private Future<Listing> computeListing(int limit) {
+  private Future<Listing> computeListing(int limit, boolean buckets) {
     CompletableFuture<Void> deadline = new CompletableFuture<>();
     CompletableFuture<SortedSet<String>> names0 = scripts.listNames(deadline);
     // one read on a standalone Redis; on a Cluster one list.lua call per master (Redis 7), or one read
@@ -228,7 +240,7 @@ final class BudgetService {
         }
         wanted.add(n);
       }
-      List<Future<BudgetStatus>> all = statuses(wanted);
+      List<Future<BudgetStatus>> all = statuses(wanted, buckets);
       return Future.join(all).transform(done -> {
         List<BudgetStatus> out = new ArrayList<>();
         List<BrokenBudgetException> broken = new ArrayList<>();
@@ -267,7 +279,7 @@ final class BudgetService {
    * the next name when its call completes. After a failure of Redis (not of one budget's data) the
    * names not yet asked fail with it, as the listing does.
    */
-  private List<Future<BudgetStatus>> statuses(List<String> names) {
+  private List<Future<BudgetStatus>> statuses(List<String> names, boolean buckets) {
     List<Promise<BudgetStatus>> results = new ArrayList<>(names.size());
     List<Future<BudgetStatus>> futures = new ArrayList<>(names.size());
     for (int i = 0; i < names.size(); i++) {
@@ -289,7 +301,7 @@ final class BudgetService {
           results.get(i).fail(failed);
           continue;
         }
-        Future<BudgetStatus> f = statusOrBroken(names.get(i));
+        Future<BudgetStatus> f = statusOrBroken(names.get(i), buckets);
         if (f.isComplete()) {
           results.get(i).handle(f);
           continue;
@@ -310,10 +322,10 @@ final class BudgetService {
     return futures;
   }
 
-  private Future<BudgetStatus> statusOrBroken(String n) {
+  private Future<BudgetStatus> statusOrBroken(String n, boolean buckets) {
     // the index is data in Redis: a member no budget may be named (written by hand) is listed as
     // broken, not read (its keys cannot be built) and not a reason to fail the whole listing
-    return BudgetNames.isValid(n) ? status(n) : Future.failedFuture(new BrokenBudgetException(n,
+    return BudgetNames.isValid(n) ? (buckets ? statusWithBuckets(n) : status(n)) : Future.failedFuture(new BrokenBudgetException(n,
         scripts.store().options().isCluster() ? BudgetKeys.STANDALONE_INDEX + ":{...}" : BudgetKeys.STANDALONE_INDEX,
         "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM"));
   }

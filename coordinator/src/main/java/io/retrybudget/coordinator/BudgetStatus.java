@@ -52,6 +52,16 @@ record BudgetStatus(
     return remaining() < 1;
   }
 
+  /** The paced balance's refill rate, permits a second (the ratio of the first attempts' rate plus the floor). */
+  double refillPerSecond() {
+    return refillPpm / 1_000_000.0;
+  }
+
+  /** The most whole permits the paced balance holds: half a second of its refill rate, at least 1 while it refills. */
+  long balanceCap() {
+    return BudgetApi.capPermits(refillPpm);
+  }
+
   JsonObject toJson() {
     JsonObject json = new JsonObject()
         .put("name", name)
@@ -65,6 +75,8 @@ record BudgetStatus(
         .put("retry_ratio", retryRatio())
         .put("allowance", allowance)
         .put("remaining", remaining())
+        .put("balance_cap", balanceCap())
+        .put("refill_per_second", refillPerSecond())
         .put("exhausted", exhausted())
         .put("active_clients", activeClients)
         .put("max_calls_per_second", maxCallsPerSecond)

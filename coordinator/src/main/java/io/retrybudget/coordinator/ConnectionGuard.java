@@ -28,7 +28,6 @@ import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 import io.vertx.core.http.HttpServerOptions;
-import io.vertx.core.json.JsonObject;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -503,9 +502,9 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       }
       closed.get(reason).increment();
       discarding = true;
-      byte[] body = new JsonObject().put("error", "the request's " + (field.equals("header") ? "headers" : "body")
-          + " did not arrive within " + millis + " ms").put("field", field).encode().getBytes(StandardCharsets.UTF_8);
-      byte[] head = ("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " + body.length
+      byte[] body = Problem.of(408, field, "the request's " + (field.equals("header") ? "headers" : "body")
+          + " did not arrive within " + millis + " ms", field.equals("body") ? target : null).encode().getBytes(StandardCharsets.UTF_8);
+      byte[] head = ("HTTP/1.1 408 Request Timeout\r\nContent-Type: " + Problem.CONTENT_TYPE + "\r\nContent-Length: " + body.length
           + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
       // what the socket takes now is sent before the close; a client that reads nothing loses the answer
       rawCtx.writeAndFlush(Unpooled.wrappedBuffer(head, body));
@@ -531,12 +530,16 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
       toWaiting();
     }
 
+    /** The path of the request that began last (a late body's 408 names it). */
+    private String target;
+
     void requestStarted(HttpRequest req) {
       // a request without a body ends with the empty last content right behind it, possibly after
       // Vert.x answered it: only a declared body can be pending at the answer
       HttpHeaders h = req.headers();
       String length = h.get(HttpHeaderNames.CONTENT_LENGTH);
       partialRequest = false;
+      target = Problem.instanceOf(req.uri());
       bodyPending = !(req instanceof LastHttpContent)
           && (h.contains(HttpHeaderNames.TRANSFER_ENCODING) || (length != null && !"0".equals(length)));
       if (inFlight++ > 0) {
@@ -672,6 +675,10 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
                 + "(COORDINATOR_MAX_CONNECTIONS): only /health/live and /health/ready are answered now; retry", false);
           }
           if (refusal != null) {
+            // a request line that could not be read names no instance (CL with TE was read whole)
+            boolean lineRead = !req.decoderResult().isFailure()
+                || req.decoderResult().cause() instanceof StrictRequestDecoder.LengthAndTransferEncoding;
+            refusal = refusal.at(lineRead ? Problem.instanceOf(req.uri()) : null);
             boolean whole = msg instanceof LastHttpContent;
             ReferenceCountUtil.release(msg);
             swallow = !whole;
@@ -736,7 +743,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
             Unpooled.wrappedBuffer(body));
         HttpHeaders h = res.headers();
         if (body.length > 0) {
-          h.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+          h.set(HttpHeaderNames.CONTENT_TYPE, Problem.CONTENT_TYPE);
         }
         h.set(HttpHeaderNames.CONTENT_LENGTH, body.length);
         if (r.allow() != null) {
@@ -760,18 +767,29 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive, String allow) {
+  /** A request answered here, before Vert.x; its body a problem ({@link Problem}) about {@code instance}. */
+  private record Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive, String allow,
+      String instance) {
     Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive) {
-      this(status, field, message, keepAlive, null);
+      this(status, field, message, keepAlive, null, null);
+    }
+
+    Refusal(HttpResponseStatus status, String field, String message, boolean keepAlive, String allow) {
+      this(status, field, message, keepAlive, allow, null);
     }
 
     Refusal closing() {
-      return new Refusal(status, field, message, false, allow);
+      return new Refusal(status, field, message, false, allow, instance);
+    }
+
+    Refusal at(String target) {
+      return new Refusal(status, field, message, keepAlive, allow, target);
     }
 
     String json() {
-      JsonObject o = new JsonObject().put("error", message);
-      return (field == null ? o : o.put("field", field)).encode();
+      // the only 503 here: the connection cap (Redis's 503s come from the routes)
+      Problem.Type type = status.code() == 503 ? Problem.Type.OVERLOADED : Problem.Type.forStatus(status.code());
+      return Problem.of(type, status.code(), field, message, instance).encode();
     }
   }
 

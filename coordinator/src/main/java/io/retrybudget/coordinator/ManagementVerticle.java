@@ -87,11 +87,11 @@ final class ManagementVerticle extends VerticleBase {
     route(router, "/health/live", this::live);
     route(router, "/health/ready", this::ready);
     route(router, "/metrics", metrics);
-    router.errorHandler(404, ctx -> json(ctx, 404, new JsonObject().put("field", "path").put("error",
-        "no such resource on the management port: it serves GET " + String.join(", ", PATHS))));
+    router.errorHandler(404, ctx -> BudgetApi.error(ctx, 404, "path",
+        "no such resource on the management port: it serves GET " + String.join(", ", PATHS)));
     router.errorHandler(500, ctx -> {
       LOG.log(Level.SEVERE, "unexpected failure on " + ctx.request().path(), ctx.failure());
-      json(ctx, 500, new JsonObject().put("error", "internal error"));
+      BudgetApi.error(ctx, 500, null, "internal error");
     });
     server = vertx.createHttpServer(serverOptions);
     return server.requestHandler(router)
@@ -106,8 +106,7 @@ final class ManagementVerticle extends VerticleBase {
       if (ctx.request().method() == HttpMethod.OPTIONS) {
         ctx.response().setStatusCode(204).end();
       } else {
-        json(ctx, 405, new JsonObject().put("field", "method").put("error",
-            ctx.request().method().name() + " is not allowed here; allowed: " + ALLOW));
+        BudgetApi.error(ctx, 405, "method", ctx.request().method().name() + " is not allowed here; allowed: " + ALLOW);
       }
     });
   }

@@ -45,6 +45,7 @@ final class StatusPage {
     page = asset("index.html", "text/html; charset=utf-8");
     assets = Map.of(
         "page.js", asset("page.js", "text/javascript; charset=utf-8"),
+        "chart.js", asset("chart.js", "text/javascript; charset=utf-8"),
         "page.css", asset("page.css", "text/css; charset=utf-8"),
         "icon.svg", asset("icon.svg", "image/svg+xml"));
   }
@@ -78,7 +79,7 @@ final class StatusPage {
     try {
       RequestParser.name(ctx.pathParam("name"));
     } catch (BadRequestException e) {
-      error(ctx, 400, e.field(), e.getMessage());
+      BudgetApi.error(ctx, 400, e.field(), e.getMessage());
       return;
     }
     send(ctx, page);
@@ -87,7 +88,7 @@ final class StatusPage {
   private void asset(RoutingContext ctx) {
     Asset a = assets.get(ctx.pathParam("asset"));
     if (a == null) {
-      error(ctx, 404, "path", "no such resource");
+      BudgetApi.error(ctx, 404, "path", "no such resource");
       return;
     }
     send(ctx, a);
@@ -126,14 +127,6 @@ final class StatusPage {
       }
     }
     return false;
-  }
-
-  private static void error(RoutingContext ctx, int status, String field, String message) {
-    io.vertx.core.json.JsonObject body = new io.vertx.core.json.JsonObject().put("error", message);
-    if (field != null) {
-      body.put("field", field);
-    }
-    ctx.response().setStatusCode(status).putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(body.encode());
   }
 
   private static Asset asset(String file, String contentType) throws IOException {

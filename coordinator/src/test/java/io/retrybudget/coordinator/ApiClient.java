@@ -17,7 +17,12 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Real HTTP against a running coordinator; every response is checked against
- * coordinator/openapi.yaml (status, headers, body schema) before the test sees it.
+ * coordinator/openapi.yaml (status, headers, media type, body schema) before the test sees it.
+ *
+ * <p>vertx-openapi validates JSON bodies of {@code application/json} and vendor types
+ * ({@code application/vnd.x+json}) only: the contract is loaded with {@code application/problem+json}
+ * renamed to {@link #PROBLEM_AS_VENDOR}, and a problem answer is validated under that name, so its
+ * media type and its members are both checked against the document.
  */
 final class ApiClient implements AutoCloseable {
   record Response(int status, String body, HttpResponse<String> raw) {
@@ -26,6 +31,8 @@ final class ApiClient implements AutoCloseable {
     }
   }
 
+  static final String PROBLEM = "application/problem+json";
+  static final String PROBLEM_AS_VENDOR = "application/vnd.retrybudget-problem+json";
   private final Vertx vertx = Vertx.vertx();
   private final OpenAPIContract contract;
   private final ResponseValidator validator;
@@ -36,8 +43,15 @@ final class ApiClient implements AutoCloseable {
   ApiClient(int port, String token) throws Exception {
     this.base = "http://127.0.0.1:" + port;
     this.token = token;
-    this.contract = OpenAPIContract.from(vertx, "openapi.yaml").toCompletionStage().toCompletableFuture()
-        .get(30, TimeUnit.SECONDS);
+    java.nio.file.Path renamed = java.nio.file.Files.createTempFile("openapi", ".yaml");
+    try {
+      java.nio.file.Files.writeString(renamed, java.nio.file.Files.readString(java.nio.file.Path.of("openapi.yaml"))
+          .replace(PROBLEM, PROBLEM_AS_VENDOR));
+      this.contract = OpenAPIContract.from(vertx, renamed.toString()).toCompletionStage().toCompletableFuture()
+          .get(30, TimeUnit.SECONDS);
+    } finally {
+      java.nio.file.Files.delete(renamed);
+    }
     this.validator = ResponseValidator.create(vertx, contract);
   }
 
@@ -77,7 +91,12 @@ final class ApiClient implements AutoCloseable {
     Map<String, String> headers = new HashMap<>();
     r.headers().map().forEach((k, v) -> headers.put(k, String.join(",", v)));
     String contentType = r.headers().firstValue("content-type").orElse(null);
-    if (contentType != null && !contentType.startsWith("application/json")) {
+    if (PROBLEM.equals(contentType)) {
+      contentType = PROBLEM_AS_VENDOR;
+      headers.keySet().removeIf(k -> k.equalsIgnoreCase("content-type"));
+      headers.put("content-type", contentType);
+    }
+    if (contentType != null && !contentType.startsWith("application/json") && !contentType.equals(PROBLEM_AS_VENDOR)) {
       // vertx-openapi validates JSON bodies only; for others (the Prometheus text of /metrics)
       // check that the contract declares this status with this media type
       io.vertx.openapi.contract.Response declared = contract.operation(operationId).getResponse(r.statusCode());

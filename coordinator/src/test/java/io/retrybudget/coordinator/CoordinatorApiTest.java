@@ -168,6 +168,41 @@ class CoordinatorApiTest {
     assertFalse(listed.containsKey("buckets"), "the listing stays compact");
   }
 
+  /**
+   * A budget with only a floor of 4/s: its paced balance refills 4 permits a second and holds at most
+   * 2 (half a second), whatever its window's allowance (40): what the status page shows as "0 of 2
+   * available now, refills 4/s". The listing with buckets=true carries each budget's window as GET
+   * /v1/budgets/{name} does.
+   */
+  @Test
+  void theStatusGivesThePacedBalancesCapAndRefillRateAndTheListingItsBuckets() throws Exception {
+    assertEquals(200, api.write("configureBudget", "PUT", "/v1/budgets/paced", "{\"min_retries_per_second\": 4}").status());
+    int granted = 0;
+    while (api.write("acquireRetries", "POST", "/v1/budgets/paced/retries", "{\"count\": 1}").status() == 200) {
+      granted++;
+      assertTrue(granted <= 40, "paced: never the window's allowance at once");
+    }
+    JsonObject paced = api.get("getBudget", "/v1/budgets/paced").json();
+    assertEquals(2, paced.getLong("balance_cap"), paced.encode());
+    assertEquals(4.0, paced.getDouble("refill_per_second"), paced.encode());
+    assertEquals(40, paced.getLong("allowance"), "the window's allowance, a figure of its own");
+    assertTrue(paced.getLong("remaining") <= 2, paced.encode());
+
+    JsonObject listing = api.get("listBudgets", "/v1/budgets?buckets=true").json();
+    JsonObject listed = listing.getJsonArray("budgets").stream().map(JsonObject.class::cast)
+        .filter(b -> b.getString("name").equals("paced")).findFirst().orElseThrow();
+    assertEquals(2, listed.getLong("balance_cap"));
+    assertEquals(4.0, listed.getDouble("refill_per_second"));
+    assertEquals(1000, listed.getLong("bucket_ms"));
+    assertEquals(10, listed.getJsonArray("buckets").size());
+    assertEquals(granted, listed.getJsonArray("buckets").stream().mapToLong(b -> ((JsonObject) b).getLong("retries")).sum());
+    assertFalse(api.get("listBudgets", "/v1/budgets?buckets=false").json().getJsonArray("budgets").getJsonObject(0)
+        .containsKey("buckets"));
+    var bad = api.get("listBudgets", "/v1/budgets?buckets=1");
+    assertEquals(400, bad.status());
+    assertEquals("buckets", bad.json().getString("field"));
+  }
+
   @Test
   void listsEveryBudget() throws Exception {
     for (String name : new String[] {"a", "b.c", "d-e_f"}) {

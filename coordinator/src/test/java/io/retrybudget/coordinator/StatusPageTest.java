@@ -57,6 +57,7 @@ class StatusPageTest {
       "/?exhausted=true, text/html; charset=utf-8, id=\"only-exhausted\"",
       "/budgets/payments-api, text/html; charset=utf-8, id=\"detail-view\"",
       "/status/page.js, text/javascript; charset=utf-8, textContent",
+      "/status/chart.js, text/javascript; charset=utf-8, RetryBudgetChart",
       "/status/page.css, text/css; charset=utf-8, .badge.exhausted",
       "/status/icon.svg, image/svg+xml, <svg"})
   void servesThePageAndItsFilesWithTheirHeaders(String path, String type, String excerpt) throws Exception {
@@ -90,7 +91,7 @@ class StatusPageTest {
     var badName = send("GET", "/budgets/%3Cscript%3E");
     assertEquals(400, badName.statusCode());
     assertTrue(badName.body().contains("\"field\":\"name\""), badName.body());
-    assertEquals("application/json", header(badName, "Content-Type"));
+    assertEquals("application/problem+json", header(badName, "Content-Type"));
     assertEquals(404, send("GET", "/status/secret.txt").statusCode());
     assertEquals(404, send("GET", "/status/index.html").statusCode(), "only the files listed, never a lookup by name");
     var unknownQuery = send("GET", "/?limit=5");
@@ -120,10 +121,12 @@ class StatusPageTest {
   @Test
   void pageWritesDataAsTextOnly() throws Exception {
     Path dir = Path.of("src/main/resources/status");
-    String js = Files.readString(dir.resolve("page.js"));
-    for (String banned : new String[] {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-        "new Function", "setAttribute('style'", "http://", "https://"}) {
-      assertFalse(js.replace("'http://www.w3.org/2000/svg'", "").contains(banned), "page.js uses " + banned);
+    for (String file : new String[] {"page.js", "chart.js"}) {
+      String js = Files.readString(dir.resolve(file));
+      for (String banned : new String[] {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+          "new Function", "setAttribute('style'", "http://", "https://"}) {
+        assertFalse(js.replace("'http://www.w3.org/2000/svg'", "").contains(banned), file + " uses " + banned);
+      }
     }
     String html = Files.readString(dir.resolve("index.html"));
     assertFalse(Pattern.compile("<script(?![^>]*\\bsrc=)").matcher(html).find(), "no inline script");

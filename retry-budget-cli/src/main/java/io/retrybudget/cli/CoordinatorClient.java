@@ -23,7 +23,8 @@ import java.util.concurrent.TimeoutException;
  * The coordinator's budget API over {@code java.net.http}. Every call is bounded: the whole exchange
  * (connect, headers and body) must end within the timeout, and a body over the size cap is refused.
  * A 4xx or 5xx answer, a timeout or an unreachable coordinator is a {@link CliFailure} whose message
- * passes on the coordinator's error and the field it names.
+ * passes on the coordinator's error and the field it names: its RFC 9457 problem's {@code detail} and
+ * {@code field} (a coordinator before 0.2 sent {@code {"error", "field"}}, still read).
  */
 final class CoordinatorClient {
   /** The JSON field names of PUT /v1/budgets/{name} and the CLI options that set them. */
@@ -106,7 +107,8 @@ final class CoordinatorClient {
   }
 
   private HttpRequest.Builder request(String path) {
-    return HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout).header("Accept", "application/json");
+    return HttpRequest.newBuilder(URI.create(base + path)).timeout(timeout)
+        .header("Accept", "application/json, application/problem+json");
   }
 
   private HttpRequest.Builder authorized(HttpRequest.Builder r) {
@@ -155,11 +157,15 @@ final class CoordinatorClient {
     return new CliFailure(what + ": cannot reach the coordinator at " + base + ": " + Text.clean(message));
   }
 
-  /** "HTTP 400 ... field ratio (--ratio): message", from the coordinator's JSON error when it sent one. */
+  /**
+   * "HTTP 400 ... field ratio (--ratio): message", from the coordinator's problem ({@code detail},
+   * {@code field}), or from an older coordinator's {@code {"error", "field"}}, when it sent one.
+   */
   static String refusal(String what, int status, byte[] body) {
     StringBuilder m = new StringBuilder(what).append(": HTTP ").append(status);
     JsonNode error = parseOrNull(body);
-    if (error != null && error.path("error").isTextual()) {
+    JsonNode message = error == null ? null : error.path("detail").isTextual() ? error.path("detail") : error.path("error");
+    if (message != null && message.isTextual()) {
       JsonNode field = error.path("field");
       if (field.isTextual()) {
         String f = Text.clean(field.asText());
@@ -172,7 +178,7 @@ final class CoordinatorClient {
       if (error.path("key").isTextual()) {
         m.append(", key ").append(Text.clean(error.path("key").asText()));
       }
-      m.append(": ").append(Text.clean(error.path("error").asText()));
+      m.append(": ").append(Text.clean(message.asText()));
     } else if (body.length > 0) {
       String text = new String(body, StandardCharsets.UTF_8);
       m.append(": ").append(Text.clean(text.length() > SHOWN_BODY_CHARS ? text.substring(0, SHOWN_BODY_CHARS) + "..." : text));

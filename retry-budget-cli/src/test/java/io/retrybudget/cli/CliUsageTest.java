@@ -194,6 +194,27 @@ class CliUsageTest {
     }
   }
 
+  /**
+   * The coordinator's errors are RFC 9457 problems: the message comes from {@code detail} and names
+   * {@code field}, also once the deprecated {@code error} member is gone; an older coordinator's
+   * {@code {"error", "field"}} still reads the same.
+   */
+  @Test
+  void refusalsReadTheProblemsDetailAndFieldAndTheOlderErrorBody() {
+    byte[] problem = ("{\"type\":\"urn:retrybudget:problem:invalid-request\",\"title\":\"The request is not valid\","
+        + "\"status\":400,\"detail\":\"ratio must be in (0, 1]\",\"instance\":\"/v1/budgets/x\",\"field\":\"ratio\"}")
+        .getBytes(StandardCharsets.UTF_8);
+    assertEquals("PUT /v1/budgets/x: HTTP 400, field ratio (--ratio): ratio must be in (0, 1]",
+        CoordinatorClient.refusal("PUT /v1/budgets/x", 400, problem));
+    byte[] older = "{\"error\":\"ratio must be in (0, 1]\",\"field\":\"ratio\"}".getBytes(StandardCharsets.UTF_8);
+    assertEquals("PUT /v1/budgets/x: HTTP 400, field ratio (--ratio): ratio must be in (0, 1]",
+        CoordinatorClient.refusal("PUT /v1/budgets/x", 400, older));
+    byte[] broken = ("{\"type\":\"urn:retrybudget:problem:broken-budget\",\"status\":409,\"detail\":\"bad ratio_ppm\","
+        + "\"error\":\"bad ratio_ppm\",\"field\":\"ratio_ppm\",\"key\":\"rb:v2:{x}:cfg\"}").getBytes(StandardCharsets.UTF_8);
+    assertEquals("GET /v1/budgets/x: HTTP 409, field ratio_ppm, key rb:v2:{x}:cfg: bad ratio_ppm",
+        CoordinatorClient.refusal("GET /v1/budgets/x", 409, broken));
+  }
+
   @Test
   void namesArePercentEncodedSoNoNameReachesAnotherResource() {
     assertEquals("/v1/budgets/payments-api.v2_x", CoordinatorClient.budgetPath("payments-api.v2_x"));
