@@ -4,7 +4,7 @@ import static io.retrybudget.coordinator.ProblemAssert.assertProblem;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.budget.redis.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.json.JsonObject;
 import java.net.URI;

@@ -98,7 +98,7 @@ class StatusPageBrowserTest {
         + "local parts = { struct.pack('<i8', bucket_ms) } for i = 0, 10 do parts[#parts + 1] = slots[i] end "
         + "redis.call('SET', KEYS[1], table.concat(parts)) return 1";
     java.util.List<String> argv = new java.util.ArrayList<>(java.util.List.of("EVAL", script, "1",
-        new io.retrybudget.budget.redis.BudgetKeys(name).window()));
+        new io.retrybudget.budget.redis.protocol.BudgetKeys(name).window()));
     for (int k = 0; k < 10; k++) {
       argv.add(Long.toString(requests[k]));
       argv.add(Long.toString(retries[k]));
