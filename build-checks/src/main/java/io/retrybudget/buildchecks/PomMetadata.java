@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import javax.lang.model.SourceVersion;
 import javax.xml.parsers.DocumentBuilderFactory;
 import org.w3c.dom.Element;
 import org.w3c.dom.Node;
@@ -96,9 +97,13 @@ public final class PomMetadata {
   /** Every missing field of every published module, each naming the module and the field; empty when all is well. */
   public List<String> problems() {
     List<String> problems = new ArrayList<>();
+    Set<String> moduleNames = new TreeSet<>();
     for (Pom pom : poms) {
       if (pom.published()) {
         problems.addAll(missingFields(pom));
+      }
+      if (pom.publishedJar()) {
+        moduleName(pom, moduleNames).ifPresent(problems::add);
       }
     }
     problems.addAll(bomProblems());
@@ -124,6 +129,19 @@ public final class PomMetadata {
           p -> child(p.root, "scm").flatMap(s -> text(s, field)), missing);
     }
     return missing;
+  }
+
+  /** A published jar names its own valid, unique Java module ({@code Automatic-Module-Name}). */
+  private static Optional<String> moduleName(Pom pom, Set<String> seen) {
+    Optional<String> own = child(pom.root, "properties").flatMap(p -> text(p, "automatic.module.name"));
+    if (own.isEmpty()) {
+      return Optional.of(pom.label() + ": no <automatic.module.name> property of its own (its jar's Automatic-Module-Name)");
+    }
+    String name = own.get();
+    if (!SourceVersion.isName(name) || !name.startsWith("io.retrybudget.")) {
+      return Optional.of(pom.label() + ": automatic.module.name " + name + " is not a Java module name under io.retrybudget");
+    }
+    return seen.add(name) ? Optional.empty() : Optional.of(pom.label() + ": automatic.module.name " + name + " is taken");
   }
 
   private static void inherited(Pom pom, String field, String appendAttribute,

@@ -71,6 +71,8 @@ class PomMetadataTest {
         + "</parent><artifactId>" + dir + "</artifactId>" + inner + "</project>");
   }
 
+  private static final String MODULE_NAME = "<properties><automatic.module.name>io.retrybudget.good</automatic.module.name></properties>";
+
   private static String bomEntry(String artifactId) {
     return "<dependency><groupId>g</groupId><artifactId>" + artifactId + "</artifactId></dependency>";
   }
@@ -79,11 +81,12 @@ class PomMetadataTest {
   void aNewModuleWithoutMetadataIsNamedWithEachMissingField(@TempDir Path dir) throws IOException {
     Path repo = repoWith(dir, "child.project.url.inherit.append.path=\"false\"",
         "<module>good</module><module>reactor</module>", bomEntry("good") + bomEntry("reactor"));
-    module(repo, "good", "<name>Good</name><description>does things</description>");
-    module(repo, "reactor", "");
+    module(repo, "good", "<name>Good</name><description>does things</description>" + MODULE_NAME);
+    module(repo, "reactor", "<properties><automatic.module.name>io.retrybudget.good</automatic.module.name></properties>");
     assertEquals(List.of(
         "reactor (reactor/pom.xml): no <name> (its own: Maven does not inherit it meaningfully)",
-        "reactor (reactor/pom.xml): no <description> (its own: Maven does not inherit it meaningfully)"),
+        "reactor (reactor/pom.xml): no <description> (its own: Maven does not inherit it meaningfully)",
+        "reactor (reactor/pom.xml): automatic.module.name io.retrybudget.good is taken"),
         PomMetadata.read(repo).problems());
   }
 
@@ -97,7 +100,7 @@ class PomMetadataTest {
   @Test
   void aPublishedModuleMissingFromTheBomAndAStaleEntryAreNamed(@TempDir Path dir) throws IOException {
     Path repo = repoWith(dir, "child.project.url.inherit.append.path=\"false\"", "<module>lib</module>", bomEntry("old-name"));
-    module(repo, "lib", "<name>Lib</name><description>a library</description>");
+    module(repo, "lib", "<name>Lib</name><description>a library</description>" + MODULE_NAME);
     assertEquals(List.of(
         "p-bom (bom/pom.xml): does not list the published module lib",
         "p-bom (bom/pom.xml): lists old-name, which no published module of this build is"),
@@ -109,7 +112,9 @@ class PomMetadataTest {
     Path repo = repoWith(dir, "", "<module>lib</module>", bomEntry("lib"));
     module(repo, "lib", "<name>Lib</name><description>a library</description>");
     assertEquals(List.of("lib (lib/pom.xml): <url> inherited from parent with its artifactId appended"
-        + " (set child.project.url.inherit.append.path=\"false\" there)"), PomMetadata.read(repo).problems());
+        + " (set child.project.url.inherit.append.path=\"false\" there)",
+        "lib (lib/pom.xml): no <automatic.module.name> property of its own (its jar's Automatic-Module-Name)"),
+        PomMetadata.read(repo).problems());
   }
 
   @Test
