@@ -117,6 +117,9 @@ public final class PomMetadata {
         missing.add(pom.label() + ": no <" + own + "> (its own: Maven does not inherit it meaningfully)");
       }
     }
+    if (pom.parent == null && !pom.dir.isEmpty()) {
+      missing.addAll(releaseProfile(pom));
+    }
     inherited(pom, "url", "child.project.url.inherit.append.path", p -> text(p.root, "url"), missing);
     if (list(pom, "licenses", "license").stream().noneMatch(l -> has(l, "name") && has(l, "url"))) {
       missing.add(pom.label() + ": no <licenses><license> with <name> and <url>");
@@ -127,6 +130,22 @@ public final class PomMetadata {
     for (String field : SCM_FIELDS) {
       inherited(pom, "scm/" + field, "child.scm." + field + ".inherit.append.path",
           p -> child(p.root, "scm").flatMap(s -> text(s, field)), missing);
+    }
+    return missing;
+  }
+
+  /** A published POM without the parent signs and stages itself: the parent's release profile does not reach it. */
+  private static List<String> releaseProfile(Pom pom) {
+    Set<String> plugins = new TreeSet<>();
+    child(pom.root, "profiles").ifPresent(ps -> children(ps, "profile").stream()
+        .filter(p -> text(p, "id").filter("release"::equals).isPresent())
+        .forEach(p -> child(p, "build").flatMap(b -> child(b, "plugins"))
+            .ifPresent(pl -> children(pl, "plugin").forEach(x -> text(x, "artifactId").ifPresent(plugins::add)))));
+    List<String> missing = new ArrayList<>();
+    for (String plugin : List.of("maven-gpg-plugin", "central-publishing-maven-plugin")) {
+      if (!plugins.contains(plugin)) {
+        missing.add(pom.label() + ": has no parent, so its own <profile> release needs " + plugin);
+      }
     }
     return missing;
   }

@@ -51,6 +51,10 @@ class PomMetadataTest {
         </scm>
       """;
 
+  private static final String RELEASE_PROFILE = "<profiles><profile><id>release</id><build><plugins>"
+      + "<plugin><artifactId>maven-gpg-plugin</artifactId></plugin>"
+      + "<plugin><artifactId>central-publishing-maven-plugin</artifactId></plugin></plugins></build></profile></profiles>";
+
   private static void write(Path file, String text) throws IOException {
     Files.createDirectories(file.getParent());
     Files.writeString(file, text);
@@ -62,7 +66,7 @@ class PomMetadataTest {
         + "<modules>" + modules + "<module>bom</module></modules></project>");
     write(dir.resolve("bom/pom.xml"), "<project><groupId>g</groupId><artifactId>p-bom</artifactId><packaging>pom</packaging>"
         + "<name>BOM</name><description>versions</description>" + PARENT_METADATA.replace(" child.", " x.")
-        + "<dependencyManagement><dependencies>" + bomDeps + "</dependencies></dependencyManagement></project>");
+        + RELEASE_PROFILE + "<dependencyManagement><dependencies>" + bomDeps + "</dependencies></dependencyManagement></project>");
     return dir;
   }
 
@@ -118,11 +122,13 @@ class PomMetadataTest {
   }
 
   @Test
-  void aBomWithoutAParentNeedsItsOwnMetadata(@TempDir Path dir) throws IOException {
+  void aBomWithoutAParentNeedsItsOwnMetadataAndSigning(@TempDir Path dir) throws IOException {
     Path repo = repoWith(dir, "child.project.url.inherit.append.path=\"false\"", "", "");
     String bom = Files.readString(repo.resolve("bom/pom.xml"));
-    write(repo.resolve("bom/pom.xml"), bom.replaceAll("(?s)<licenses>.*</licenses>", "").replaceAll("(?s)<scm .*</scm>", ""));
+    write(repo.resolve("bom/pom.xml"), bom.replaceAll("(?s)<licenses>.*</licenses>", "").replaceAll("(?s)<scm .*</scm>", "")
+        .replace("<artifactId>maven-gpg-plugin</artifactId>", ""));
     assertEquals(List.of(
+        "p-bom (bom/pom.xml): has no parent, so its own <profile> release needs maven-gpg-plugin",
         "p-bom (bom/pom.xml): no <licenses><license> with <name> and <url>",
         "p-bom (bom/pom.xml): no <scm/connection>",
         "p-bom (bom/pom.xml): no <scm/developerConnection>",
