@@ -1,5 +1,6 @@
 package io.retrybudget.budget;
 
+import io.retrybudget.testing.BudgetTestKit;
 import io.retrybudget.testing.RedisExtension;
 import org.junit.jupiter.api.extension.RegisterExtension;
 

@@ -1,25 +1,22 @@
 package io.retrybudget.localredis;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The Redis the coordinator and server-kit's examples start and own when no Redis is configured:
- * {@code redis-server} from PATH, else the Linux x86-64 binary shipped in
- * com.github.codemonstur:embedded-redis, on a free loopback port, without persistence; stopped and
+ * {@code redis-server} from PATH, else this platform's binary shipped in
+ * com.github.codemonstur:embedded-redis ({@link EmbeddedRedis}), on a free loopback port, without persistence; stopped and
  * its folder deleted on {@link #close()}. For trying the product on one machine, not for
  * production. In its own module so that only the applications carry embedded-redis, never the SDK.
  */
 public final class LocalRedis implements AutoCloseable {
-  private static final String EMBEDDED = "/redis-server-6.2.6-v5-linux-amd64";
   private final Process process;
   private final int port;
   private final Path dir;
@@ -37,7 +34,7 @@ public final class LocalRedis implements AutoCloseable {
     Path dir = Files.createTempDirectory("retry-budget-redis");
     Path binary = findOnPath();
     if (binary == null) {
-      binary = extractEmbedded(dir);
+      binary = EmbeddedRedis.extract(dir, "REDIS_URL");
     }
     int port;
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
@@ -99,24 +96,6 @@ public final class LocalRedis implements AutoCloseable {
       }
     }
     return null;
-  }
-
-  private static Path extractEmbedded(Path dir) throws IOException {
-    String arch = System.getProperty("os.arch");
-    if (!System.getProperty("os.name").toLowerCase().contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
-      throw new IOException("no redis-server on PATH and no bundled binary for this platform: set REDIS_URL");
-    }
-    try (InputStream in = LocalRedis.class.getResourceAsStream(EMBEDDED)) {
-      if (in == null) {
-        throw new IOException("bundled redis-server missing from the classpath");
-      }
-      Path binary = dir.resolve("redis-server");
-      Files.copy(in, binary, StandardCopyOption.REPLACE_EXISTING);
-      if (!binary.toFile().setExecutable(true)) {
-        throw new IOException("cannot make " + binary + " executable");
-      }
-      return binary;
-    }
   }
 
   @Override

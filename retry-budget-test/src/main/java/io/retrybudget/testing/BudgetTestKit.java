@@ -1,14 +1,17 @@
-package io.retrybudget.budget;
+package io.retrybudget.testing;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.budget.BudgetMode;
+import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
-import io.retrybudget.testing.Eventually;
-import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,9 +22,26 @@ import org.junit.jupiter.api.Test;
 
 /**
  * One set of budget behaviours, run unchanged against every backend: standalone Redis and a
- * 3-master Redis Cluster (the subclasses only say which).
+ * 3-master Redis Cluster (the subclasses only say which). A deployment of its own (a managed Redis,
+ * another Cluster layout) runs it the same way:
+ *
+ * <pre>{@code
+ * class MyRedisBudgetTest extends BudgetTestKit {
+ *   @RegisterExtension static final RedisExtension redis = RedisExtension.cluster();
+ *
+ *   @Override protected RedisExtension redis() { return redis; }
+ * }
+ * }</pre>
  */
-abstract class BudgetTestKit {
+public abstract class BudgetTestKit {
+  /** Subclasses' constructor. */
+  protected BudgetTestKit() {}
+
+  /**
+   * The Redis the kit runs against.
+   *
+   * @return the extension the subclass registered
+   */
   protected abstract RedisExtension redis();
 
   private RedisBudgetClient client;

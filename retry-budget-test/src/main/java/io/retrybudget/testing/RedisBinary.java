@@ -1,20 +1,19 @@
 package io.retrybudget.testing;
 
+import io.retrybudget.localredis.EmbeddedRedis;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Finds a redis-server binary: {@code REDIS_SERVER_BINARY} (a path, or {@code embedded}), else
- * {@code redis-server} on PATH, else the Redis 6.2 binary shipped in
- * com.github.codemonstur:embedded-redis, so tests pass with only a JDK and Maven.
+ * {@code redis-server} on PATH, else this platform's Redis 6.2 binary shipped in
+ * com.github.codemonstur:embedded-redis ({@link EmbeddedRedis}: Linux x86-64, arm64 and x86, macOS
+ * x86-64 and arm64), so tests pass with only a JDK and Maven.
  */
 public final class RedisBinary {
-  private static final String EMBEDDED_RESOURCE = "/redis-server-6.2.6-v5-linux-amd64";
   private static volatile Path resolved;
 
   private RedisBinary() {}
@@ -74,24 +73,14 @@ public final class RedisBinary {
   }
 
   private static Path extractEmbedded() {
-    String arch = System.getProperty("os.arch");
-    if (!System.getProperty("os.name").toLowerCase().contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
-      throw new IllegalStateException("no redis-server on PATH and no embedded binary for "
-          + System.getProperty("os.name") + "/" + arch + ": install redis-server or set TEST_REDIS_URL");
-    }
-    try (InputStream in = RedisBinary.class.getResourceAsStream(EMBEDDED_RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException("embedded-redis jar not on the test classpath");
-      }
+    try {
       Path dir = Files.createTempDirectory("embedded-redis");
-      Path binary = dir.resolve("redis-server");
-      Files.copy(in, binary, StandardCopyOption.REPLACE_EXISTING);
-      binary.toFile().setExecutable(true);
+      Path binary = EmbeddedRedis.extract(dir, "TEST_REDIS_URL");
       binary.toFile().deleteOnExit();
       dir.toFile().deleteOnExit();
       return binary;
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot extract the embedded redis-server", e);
+      throw new IllegalStateException(e.getMessage(), e);
     }
   }
 }
