@@ -61,6 +61,8 @@ public final class RedisBudgetStore implements AutoCloseable {
 
   private final RedisConnectionOptions options;
   private final ClientResources resources;
+  /** False when the resources are the caller's ({@link RedisConnectionOptions#clientResources()}): never shut down here. */
+  private final boolean ownsResources;
   private final RedisClient standaloneClient;
   private final RedisClusterClient clusterClient;
   private final StatefulConnection<String, String> connection;
@@ -73,16 +75,24 @@ public final class RedisBudgetStore implements AutoCloseable {
 
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
-    DefaultClientResources.Builder resourcesBuilder = DefaultClientResources.builder();
-    if (ioLoop == null) {
-      resourcesBuilder.ioThreadPoolSize(2);
+    this.ownsResources = options.clientResources() == null;
+    if (!ownsResources) {
+      if (ioLoop != null) {
+        throw new IllegalArgumentException("an event loop and client resources cannot both be given: the resources bring theirs");
+      }
+      this.resources = options.clientResources();
     } else {
-      resourcesBuilder.eventLoopGroupProvider(new SharedEventLoopGroupProvider(ioLoop));
+      DefaultClientResources.Builder resourcesBuilder = DefaultClientResources.builder();
+      if (ioLoop == null) {
+        resourcesBuilder.ioThreadPoolSize(2);
+      } else {
+        resourcesBuilder.eventLoopGroupProvider(new SharedEventLoopGroupProvider(ioLoop));
+      }
+      this.resources = resourcesBuilder
+          .computationThreadPoolSize(2)
+          .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
+          .build();
     }
-    this.resources = resourcesBuilder
-        .computationThreadPoolSize(2)
-        .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
-        .build();
     TimeoutOptions timeouts = TimeoutOptions.enabled(options.commandTimeout());
     SocketOptions socket = SocketOptions.builder().connectTimeout(options.connectTimeout()).build();
     StatefulConnection<String, String> opened = null;
@@ -118,6 +128,9 @@ public final class RedisBudgetStore implements AutoCloseable {
                 .enablePeriodicRefresh(options.topologyRefreshPeriod())
                 .closeStaleConnections(true)
                 .build());
+        if (options.sslOptions() != null) {
+          builder.sslOptions(options.sslOptions());
+        }
         builder.socketOptions(socket)
             .autoReconnect(true)
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
@@ -137,7 +150,11 @@ public final class RedisBudgetStore implements AutoCloseable {
         this.sortedSets = c.async();
       } else {
         standalone = RedisClient.create(resources, options.uris().get(0));
-        standalone.setOptions(ClientOptions.builder()
+        ClientOptions.Builder clientOptions = ClientOptions.builder();
+        if (options.sslOptions() != null) {
+          clientOptions.sslOptions(options.sslOptions());
+        }
+        standalone.setOptions(clientOptions
             .socketOptions(socket)
             .autoReconnect(true)
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
@@ -598,6 +615,8 @@ public final class RedisBudgetStore implements AutoCloseable {
     if (clusterClient != null) {
       clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
     }
-    resources.shutdown(0, 2, TimeUnit.SECONDS);
+    if (ownsResources) {
+      resources.shutdown(0, 2, TimeUnit.SECONDS);
+    }
   }
 }
