@@ -36,22 +36,13 @@ import org.springframework.web.client.RestTemplate;
 
 /**
  * One real application (embedded Tomcat on a random port) whose Redis is given only as
- * {@code spring.data.redis.*}: RestClient and RestTemplate beans named in
+ * {@code spring.data.redis.*}, configured by the README's {@code readme/rest-clients.yaml}: RestClient and RestTemplate beans named in
  * {@code retrybudget.clients.payments.beans} retry with that client's policy, every builder Spring
  * Boot hands out gets {@code retrybudget.default-client}'s, other clients are left alone, and the
  * budgets live in the application's Redis on its Lettuce resources.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, classes = RetryBudgetRestClientsTest.App.class,
-    properties = {
-        "retrybudget.call-timeout=500ms",
-        "retrybudget.budgets.backend.ratio=0.5",
-        "retrybudget.budgets.backend.min-retries-per-second=100",
-        "retrybudget.clients.payments.budget=backend",
-        "retrybudget.clients.payments.max-attempts=3",
-        "retrybudget.clients.payments.beans=paymentsClient,paymentsTemplate",
-        "retrybudget.clients.defaults.budget=backend",
-        "retrybudget.clients.defaults.max-attempts=2",
-        "retrybudget.default-client=defaults"})
+    properties = {"spring.config.import=classpath:readme/rest-clients.yaml", "retrybudget.call-timeout=500ms"})
 class RetryBudgetRestClientsTest {
   @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
 
@@ -76,16 +67,17 @@ class RetryBudgetRestClientsTest {
       return new RetryBudgetWebTest.Backend();
     }
 
-    /** From Boot's builder, which has the default client's interceptor: replaced by payments'. */
+    // README:begin
     @Bean
-    RestClient paymentsClient(RestClient.Builder builder) {
-      return builder.build();
+    RestClient paymentsClient(RestClient.Builder builder) {   // Boot's builder: the default client's
+      return builder.build();                                 // interceptor, replaced by payments'
     }
 
     @Bean
     RestTemplate paymentsTemplate() {
       return new RestTemplate();
     }
+    // README:end
 
     /** Not named and not from Boot's builder: left alone. */
     @Bean
