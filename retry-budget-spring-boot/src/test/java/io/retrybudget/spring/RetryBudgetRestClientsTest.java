@@ -109,9 +109,17 @@ class RetryBudgetRestClientsTest {
   @Test
   void aNamedRestClientRetriesWithItsClientsPolicyAndOnlyThat() {
     assertEquals("ok n1", paymentsClient.get().uri(url("/flaky/n1/2")).retrieve().body(String.class));
-    // payments' 3 attempts; with the default client's interceptor still inside, the headers would be 1, 2, 1
     assertEquals(List.of("1", "2", "3"), backend.attemptHeaders);
     assertEquals(2, WAITS.size());
+  }
+
+  @Test
+  void aNamedRestClientKeepsNoOtherClientsInterceptor() {
+    // payments' 3 attempts all fail; with the default client's interceptor left around it, its second
+    // attempt would run payments' 3 again and the 4th call would succeed
+    assertThrows(HttpServerErrorException.ServiceUnavailable.class,
+        () -> paymentsClient.get().uri(url("/flaky/n2/3")).retrieve().body(String.class));
+    assertEquals(3, backend.calls.get("n2").get());
   }
 
   @Test
