@@ -54,14 +54,15 @@ final class PropertyErrors {
     if (!redis.getClusterNodes().isEmpty()) {
       return check("retrybudget.redis.cluster-nodes", () -> RedisConnectionOptions.cluster(redis.getClusterNodes()).build());
     }
+    String uri = redis.getUri() == null ? RetryBudgetProperties.Redis.DEFAULT_URI : redis.getUri();
     return check("retrybudget.redis.uri", () -> {
-      RedisURI.create(redis.getUri()); // refused here, not retried in the background forever
-      return RedisConnectionOptions.standalone(redis.getUri()).build();
+      RedisURI.create(uri); // refused here, not retried in the background forever
+      return RedisConnectionOptions.standalone(uri).build();
     });
   }
 
-  static RedisBudgetClient client(RetryBudgetProperties p) {
-    RedisBudgetClient.Builder builder = RedisBudgetClient.builder(connectionOptions(p));
+  static RedisBudgetClient client(RetryBudgetProperties p, RedisConnectionOptions connection) {
+    RedisBudgetClient.Builder builder = RedisBudgetClient.builder(connection);
     check("retrybudget.call-timeout", () -> builder.callTimeout(p.getCallTimeout()));
     check("retrybudget.flush-interval", () -> builder.flushInterval(p.getFlushInterval()));
     check("retrybudget.exhausted-cache-time", () -> builder.exhaustedCacheTime(p.getExhaustedCacheTime()));

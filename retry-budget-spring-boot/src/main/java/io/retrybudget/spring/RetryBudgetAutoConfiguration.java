@@ -2,6 +2,7 @@ package io.retrybudget.spring;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryExecutor;
 import java.time.Clock;
 import java.time.Duration;
@@ -10,13 +11,16 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.restclient.RestClientCustomizer;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 
 /**
  * Fleet-wide retry budgets from {@code retrybudget.*}: the {@link RedisBudgetClient} (one per
- * application, closed on shutdown), {@link RetryBudgets} (budgets by name, executors by client
+ * application, closed on shutdown) on the Redis of {@code retrybudget.redis.*} when set, else on the
+ * application's own ({@code LettuceConnectionFactory}, its Lettuce resources), {@link RetryBudgets} (budgets by name, executors by client
  * name), {@link RetryBudgetInterceptors} for RestClient / RestTemplate when spring-web is present,
  * Micrometer metrics when the application has a MeterRegistry, and the actuator endpoint
  * {@code retrybudgets} and health indicator {@code retryBudget} when the actuator is present.
@@ -24,18 +28,20 @@ import org.springframework.context.annotation.Configuration;
  * <p>A {@link RetryExecutor.Sleeper} bean, if any, replaces the sleeping of the executors and
  * interceptors (for tests on fake time).
  */
-@AutoConfiguration
+@AutoConfiguration(afterName = "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration")
 @ConditionalOnClass(RedisBudgetClient.class)
 @ConditionalOnProperty(prefix = "retrybudget", name = "enabled", matchIfMissing = true)
 @EnableConfigurationProperties(RetryBudgetProperties.class)
+// in this order: the application's Redis, when it applies, before retrybudget.redis.* and its default
+@Import({ApplicationRedisConfiguration.class, PropertiesRedisConfiguration.class})
 public class RetryBudgetAutoConfiguration {
   /** Bound on each read of the actuator endpoint and health indicator. */
   static final Duration STATUS_TIMEOUT = Duration.ofSeconds(1);
 
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
-  RedisBudgetClient retryBudgetRedisClient(RetryBudgetProperties properties) {
-    return PropertyErrors.client(properties);
+  RedisBudgetClient retryBudgetRedisClient(RetryBudgetProperties properties, RedisConnectionOptions connection) {
+    return PropertyErrors.client(properties, connection);
   }
 
   @Bean(destroyMethod = "close")
@@ -55,6 +61,27 @@ public class RetryBudgetAutoConfiguration {
         ObjectProvider<RetryExecutor.Sleeper> sleeper) {
       return new RetryBudgetInterceptors(budgets, metrics.getIfAvailable(() -> RetryBudgetMetricsSupport.NONE),
           sleeper.getIfAvailable(), Clock.systemUTC());
+    }
+
+    /** The interceptor of a client on the beans named in its {@code beans}; resolved when such a bean is made. */
+    @Bean
+    static RetryBudgetRestClients retryBudgetRestClients(ObjectProvider<RetryBudgets> budgets,
+        ObjectProvider<RetryBudgetInterceptors> interceptors) {
+      return new RetryBudgetRestClients(budgets, interceptors);
+    }
+  }
+
+  /** {@code retrybudget.default-client}: its interceptor on every RestClient.Builder Spring Boot hands out. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = {"org.springframework.boot.restclient.RestClientCustomizer",
+      "org.springframework.http.client.ClientHttpRequestInterceptor"})
+  @ConditionalOnProperty(prefix = "retrybudget", name = "default-client")
+  static class DefaultRestClient {
+    @Bean
+    @ConditionalOnMissingBean(name = "retryBudgetRestClientCustomizer")
+    RestClientCustomizer retryBudgetRestClientCustomizer(RetryBudgetInterceptors interceptors, RetryBudgets budgets) {
+      RetryBudgetInterceptor interceptor = interceptors.forClient(budgets.defaultClient());
+      return builder -> builder.requestInterceptors(list -> RetryBudgetRestClients.useOnly(list, interceptor));
     }
   }
 
@@ -98,8 +125,8 @@ public class RetryBudgetAutoConfiguration {
       "org.springframework.boot.health.contributor.HealthIndicator"})
   static class Actuator {
     @Bean(destroyMethod = "close")
-    RetryBudgetStatus retryBudgetStatus(RetryBudgets budgets, RetryBudgetProperties properties) {
-      return new RetryBudgetStatus(PropertyErrors.connectionOptions(properties), budgets.configs(), STATUS_TIMEOUT);
+    RetryBudgetStatus retryBudgetStatus(RetryBudgets budgets, RedisConnectionOptions connection) {
+      return new RetryBudgetStatus(connection, budgets.configs(), STATUS_TIMEOUT);
     }
 
     @Bean

@@ -47,6 +47,13 @@ public class RetryBudgetProperties {
    */
   private String retryableBudget;
 
+  /**
+   * The client (under retrybudget.clients) whose retry interceptor every RestClient.Builder that
+   * Spring Boot hands out gets, through a RestClientCustomizer; unset: none. A RestClient or
+   * RestTemplate bean named in a client's beans gets that client's interceptor instead.
+   */
+  private String defaultClient;
+
   public boolean isEnabled() {
     return enabled;
   }
@@ -115,10 +122,27 @@ public class RetryBudgetProperties {
     this.retryableBudget = retryableBudget;
   }
 
-  /** Where the budgets live: one standalone Redis, or a Redis Cluster. */
+  public String getDefaultClient() {
+    return defaultClient;
+  }
+
+  public void setDefaultClient(String defaultClient) {
+    this.defaultClient = defaultClient;
+  }
+
+  /**
+   * Where the budgets live: one standalone Redis (or one Redis Sentinel manages), or a Redis Cluster.
+   * When neither uri nor cluster-nodes is set, the application's own Redis (its
+   * LettuceConnectionFactory, from spring.data.redis.*) is used, else redis://localhost:6379.
+   */
   public static class Redis {
-    /** Standalone Redis URI (ignored when cluster-nodes is set). */
-    private String uri = "redis://localhost:6379";
+    static final String DEFAULT_URI = "redis://localhost:6379";
+
+    /**
+     * Redis URI: redis://, rediss:// or redis-sentinel://...#master (ignored when cluster-nodes is
+     * set). Unset: the application's Redis, else redis://localhost:6379.
+     */
+    private String uri;
 
     /** Redis Cluster seed nodes as host:port; when set, the client runs in Cluster mode. */
     private List<String> clusterNodes = new ArrayList<>();
@@ -212,6 +236,20 @@ public class RetryBudgetProperties {
 
     /** Whether POST and PATCH are retried with an Idempotency-Key made for the call; false: only with the caller's own. */
     private boolean idempotencyKeys = true;
+
+    /**
+     * Names of the application's RestClient, RestTemplate or RestClient.Builder beans that get this
+     * client's retry interceptor (in place of any other client's), without wiring by hand.
+     */
+    private List<String> beans = new ArrayList<>();
+
+    public List<String> getBeans() {
+      return beans;
+    }
+
+    public void setBeans(List<String> beans) {
+      this.beans = beans;
+    }
 
     public String getBudget() {
       return budget;

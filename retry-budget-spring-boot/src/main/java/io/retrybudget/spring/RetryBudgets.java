@@ -27,6 +27,8 @@ public final class RetryBudgets implements AutoCloseable {
   private final Map<String, RetryPolicy> policies;
   private final Map<String, RetryExecutor> executors;
   private final String retryableBudget;
+  private final Map<String, String> clientOfBean;
+  private final String defaultClient;
 
   RetryBudgets(RedisBudgetClient client, RetryBudgetProperties properties,
       RetryBudgetMetricsSupport metrics, RetryExecutor.Sleeper sleeper) {
@@ -37,6 +39,21 @@ public final class RetryBudgets implements AutoCloseable {
       PropertyErrors.requireKnownBudget(name, c, configs.keySet());
       policies.put(name, PropertyErrors.policy(name, c));
     });
+    Map<String, String> clientOfBean = new LinkedHashMap<>();
+    properties.getClients().forEach((name, c) -> {
+      for (String bean : c.getBeans()) {
+        String other = clientOfBean.putIfAbsent(bean, name);
+        if (other != null && !other.equals(name)) {
+          throw new InvalidRetryBudgetPropertyException("retrybudget.clients." + name + ".beans",
+              "bean '" + bean + "' is already under retrybudget.clients." + other + ".beans");
+        }
+      }
+    });
+    String defaultClient = properties.getDefaultClient();
+    if (defaultClient != null && !properties.getClients().containsKey(defaultClient)) {
+      throw new InvalidRetryBudgetPropertyException("retrybudget.default-client",
+          "no client '" + defaultClient + "' under retrybudget.clients " + properties.getClients().keySet());
+    }
     String retryable = properties.getRetryableBudget();
     if (retryable != null && !configs.containsKey(retryable)) {
       throw new InvalidRetryBudgetPropertyException("retrybudget.retryable-budget",
@@ -64,6 +81,8 @@ public final class RetryBudgets implements AutoCloseable {
     this.policies = Collections.unmodifiableMap(policies);
     this.executors = Collections.unmodifiableMap(executors);
     this.retryableBudget = retryable;
+    this.clientOfBean = Collections.unmodifiableMap(clientOfBean);
+    this.defaultClient = defaultClient;
   }
 
   /** The budget configured as {@code retrybudget.budgets.<name>}. */
@@ -100,6 +119,16 @@ public final class RetryBudgets implements AutoCloseable {
   /** {@code retrybudget.retryable-budget}: the budget of {@code @Retryable} methods naming none, or null. */
   String retryableBudget() {
     return retryableBudget;
+  }
+
+  /** {@code retrybudget.clients.*.beans}: the client of each bean named there. */
+  Map<String, String> clientOfBean() {
+    return clientOfBean;
+  }
+
+  /** {@code retrybudget.default-client}, or null. */
+  String defaultClient() {
+    return defaultClient;
   }
 
   /** The configurations the budgets were made with (Redis's own, once stored, win). */

@@ -42,4 +42,35 @@ class RetryBudgetClusterTest {
           assertEquals(Status.UP, context.getBean(RetryBudgetHealthIndicator.class).health().getStatus());
         });
   }
+
+  @Test
+  void budgetsOnTheApplicationsClusterFromSpringDataRedis() {
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(
+            org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration.class,
+            RetryBudgetAutoConfiguration.class))
+        .withPropertyValues(
+            "spring.data.redis.cluster.nodes=" + String.join(",", redis.nodes()),
+            "retrybudget.call-timeout=500ms",
+            "retrybudget.budgets.app-cluster.ratio=0.5",
+            "retrybudget.budgets.app-cluster.min-retries-per-second=5")
+        .run(context -> {
+          io.retrybudget.budget.redis.transport.RedisConnectionOptions options =
+              context.getBean(io.retrybudget.budget.redis.transport.RedisConnectionOptions.class);
+          assertTrue(options.isCluster());
+          assertEquals(redis.nodes().size(), options.uris().size());
+          assertTrue(options.clientResources() == context.getBean(io.lettuce.core.resource.ClientResources.class));
+          RetryBudget budget = context.getBean(RetryBudgets.class).budget("app-cluster");
+          assertEquals(io.retrybudget.budget.BudgetDecision.Reason.GRANTED, ApplicationRedisTest.grantedFromRedis(budget).reason());
+          // a floor of 5 a second saves up half a second: a few more grants, then Redis says "exhausted"
+          Map<io.retrybudget.budget.BudgetDecision.Reason, Integer> seen = new java.util.EnumMap<>(io.retrybudget.budget.BudgetDecision.Reason.class);
+          for (int i = 0; i < 50 && !seen.containsKey(io.retrybudget.budget.BudgetDecision.Reason.DENIED_EXHAUSTED); i++) {
+            seen.merge(budget.acquireBlocking().reason(), 1, Integer::sum);
+          }
+          assertTrue(seen.containsKey(io.retrybudget.budget.BudgetDecision.Reason.DENIED_EXHAUSTED), seen.toString());
+          org.springframework.data.redis.core.StringRedisTemplate template =
+              context.getBean(org.springframework.data.redis.core.StringRedisTemplate.class);
+          assertTrue(template.hasKey(new io.retrybudget.budget.redis.protocol.BudgetKeys("app-cluster").config()));
+        });
+  }
 }

@@ -35,22 +35,32 @@ import reactor.core.Disposable;
 public final class RedisBudgetStore implements AutoCloseable {
   private final RedisConnectionOptions options;
   private final ClientResources resources;
+  /** False when the resources are the caller's ({@link RedisConnectionOptions#clientResources()}): never shut down here. */
+  private final boolean ownsResources;
   private final Disposable connectionEvents;
   private final StoreConnection connection;
   private final RedisClusterAsyncCommands<String, String> commands;
 
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
-    DefaultClientResources.Builder resourcesBuilder = DefaultClientResources.builder();
-    if (ioLoop == null) {
-      resourcesBuilder.ioThreadPoolSize(2);
+    this.ownsResources = options.clientResources() == null;
+    if (!ownsResources) {
+      if (ioLoop != null) {
+        throw new IllegalArgumentException("an event loop and client resources cannot both be given: the resources bring theirs");
+      }
+      this.resources = options.clientResources();
     } else {
-      resourcesBuilder.eventLoopGroupProvider(new SharedEventLoopGroupProvider(ioLoop));
+      DefaultClientResources.Builder resourcesBuilder = DefaultClientResources.builder();
+      if (ioLoop == null) {
+        resourcesBuilder.ioThreadPoolSize(2);
+      } else {
+        resourcesBuilder.eventLoopGroupProvider(new SharedEventLoopGroupProvider(ioLoop));
+      }
+      this.resources = resourcesBuilder
+          .computationThreadPoolSize(2)
+          .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
+          .build();
     }
-    this.resources = resourcesBuilder
-        .computationThreadPoolSize(2)
-        .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
-        .build();
     // Scripts go into every master's cache whenever a connection to it opens (start, reconnect,
     // failover); NOSCRIPT is still handled for a SCRIPT FLUSH on a live connection. A Cluster also
     // watches for a failed master's replica taking over.
@@ -78,7 +88,9 @@ public final class RedisBudgetStore implements AutoCloseable {
         opened.close();
       }
       connectionEvents.dispose();
-      resources.shutdown(0, 2, TimeUnit.SECONDS);
+      if (ownsResources) {
+        resources.shutdown(0, 2, TimeUnit.SECONDS);
+      }
       throw e;
     }
     this.connection = opened;
@@ -215,6 +227,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   public void close() {
     connectionEvents.dispose();
     connection.close();
-    resources.shutdown(0, 2, TimeUnit.SECONDS);
+    if (ownsResources) {
+      resources.shutdown(0, 2, TimeUnit.SECONDS);
+    }
   }
 }

@@ -1,6 +1,8 @@
 package io.retrybudget.budget.redis.transport;
 
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.SslOptions;
+import io.lettuce.core.resource.ClientResources;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +25,8 @@ public final class RedisConnectionOptions {
   private final Duration reconnectDelayMax;
   private final Duration topologyRefreshPeriod;
   private final int requestQueueSize;
+  private final ClientResources clientResources;
+  private final SslOptions sslOptions;
 
   private RedisConnectionOptions(Builder b) {
     this.uris = b.uris;
@@ -32,6 +36,8 @@ public final class RedisConnectionOptions {
     this.reconnectDelayMax = b.reconnectDelayMax;
     this.topologyRefreshPeriod = b.topologyRefreshPeriod;
     this.requestQueueSize = b.requestQueueSize;
+    this.clientResources = b.clientResources;
+    this.sslOptions = b.sslOptions;
   }
 
   /**
@@ -45,6 +51,57 @@ public final class RedisConnectionOptions {
   public static Builder standalone(String redisUri) {
     Objects.requireNonNull(redisUri, "redisUri must not be null");
     return new Builder(List.of(parse("redisUri", redisUri)), false);
+  }
+
+  /**
+   * A standalone Redis, or one that Redis Sentinel manages, from a {@link RedisURI} the caller made
+   * (from a framework's own configuration, say): its host and port, or its Sentinels and master
+   * name, credentials, database, TLS settings and client name are used; a copy is kept.
+   */
+  public static Builder standalone(RedisURI uri) {
+    Objects.requireNonNull(uri, "uri must not be null");
+    if (uri.getSentinels().isEmpty()) {
+      requireAddress("uri", uri);
+    } else {
+      for (RedisURI sentinel : uri.getSentinels()) {
+        requireAddress("uri's Sentinel", sentinel);
+      }
+      if (uri.getSentinelMasterId() == null || uri.getSentinelMasterId().isBlank()) {
+        throw new IllegalArgumentException("uri names Sentinels but no master");
+      }
+    }
+    return new Builder(List.of(copy(uri)), false);
+  }
+
+  /**
+   * A Redis Cluster from seed {@link RedisURI}s the caller made; the credentials and TLS settings of
+   * the first apply to every node of the Cluster. Copies are kept.
+   */
+  public static Builder clusterSeeds(List<RedisURI> seeds) {
+    if (seeds == null || seeds.isEmpty()) {
+      throw new IllegalArgumentException("clusterSeeds must name at least one node");
+    }
+    List<RedisURI> copies = new ArrayList<>();
+    for (RedisURI seed : seeds) {
+      if (seed == null) {
+        throw new IllegalArgumentException("clusterSeeds entries must not be null");
+      }
+      if (!seed.getSentinels().isEmpty()) {
+        throw new IllegalArgumentException("clusterSeeds entries must not name Sentinels (a Cluster has none)");
+      }
+      requireAddress("clusterSeeds entry", seed);
+      copies.add(copy(seed));
+    }
+    return new Builder(List.copyOf(copies), true);
+  }
+
+  private static void requireAddress(String what, RedisURI uri) {
+    if (uri.getHost() == null || uri.getHost().isEmpty()) {
+      throw new IllegalArgumentException(what + " has no host");
+    }
+    if (uri.getPort() < 1 || uri.getPort() > 65535) {
+      throw new IllegalArgumentException(what + " has a bad port: " + uri.getPort());
+    }
   }
 
   /** True for {@code redis-sentinel://} and {@code rediss-sentinel://} addresses. */
@@ -177,19 +234,36 @@ public final class RedisConnectionOptions {
   public List<RedisURI> uris() {
     List<RedisURI> copies = new ArrayList<>(uris.size());
     for (RedisURI u : uris) {
-      RedisURI.Builder b = RedisURI.builder(u);
-      if (!u.getSentinels().isEmpty()) {
-        // RedisURI.builder(source) copies neither the Sentinels nor the master's name
-        for (RedisURI sentinel : u.getSentinels()) {
-          b.withSentinel(sentinel);
-        }
-        b.withSentinelMasterId(u.getSentinelMasterId());
-      }
-      RedisURI copy = b.build();
+      RedisURI copy = copy(u);
       copy.setTimeout(connectTimeout);
       copies.add(copy);
     }
     return copies;
+  }
+
+  private static RedisURI copy(RedisURI u) {
+    RedisURI.Builder b = RedisURI.builder(u);
+    if (!u.getSentinels().isEmpty()) {
+      // RedisURI.builder(source) copies neither the Sentinels nor the master's name
+      for (RedisURI sentinel : u.getSentinels()) {
+        b.withSentinel(sentinel);
+      }
+      b.withSentinelMasterId(u.getSentinelMasterId());
+    }
+    return b.build();
+  }
+
+  /**
+   * Lettuce resources (event loops, timer, event bus, reconnect delay) owned by someone else that
+   * the connection runs on, or null: the connection then has resources of its own.
+   */
+  public ClientResources clientResources() {
+    return clientResources;
+  }
+
+  /** TLS settings (trust and key material, protocols) for {@code rediss} addresses, or null: the JDK's defaults. */
+  public SslOptions sslOptions() {
+    return sslOptions;
   }
 
   public Duration commandTimeout() {
@@ -239,6 +313,8 @@ public final class RedisConnectionOptions {
     private Duration reconnectDelayMax = Duration.ofMillis(500);
     private Duration topologyRefreshPeriod = Duration.ofSeconds(10);
     private int requestQueueSize = 4096;
+    private ClientResources clientResources;
+    private SslOptions sslOptions;
 
     private Builder(List<RedisURI> uris, boolean cluster) {
       this.uris = uris;
@@ -289,6 +365,24 @@ public final class RedisConnectionOptions {
         throw new IllegalArgumentException("requestQueueSize must be positive, was " + size);
       }
       this.requestQueueSize = size;
+      return this;
+    }
+
+    /**
+     * Runs the connection on these Lettuce resources (an application's, so it adds no event loops
+     * or threads of its own) instead of resources of its own. The owner keeps them open until
+     * after every store made with these options is closed; closing a store never shuts them down.
+     * Their reconnect delay replaces {@link #reconnectDelayMax(Duration)}, which only shapes the
+     * store's own resources.
+     */
+    public Builder clientResources(ClientResources resources) {
+      this.clientResources = Objects.requireNonNull(resources, "clientResources must not be null");
+      return this;
+    }
+
+    /** TLS settings for {@code rediss} addresses (a private CA's trust store, a client certificate). */
+    public Builder sslOptions(SslOptions options) {
+      this.sslOptions = Objects.requireNonNull(options, "sslOptions must not be null");
       return this;
     }
 

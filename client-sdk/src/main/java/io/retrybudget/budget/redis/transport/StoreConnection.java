@@ -63,9 +63,13 @@ interface StoreConnection extends AutoCloseable {
 
   /**
    * The options both kinds of client share: connect timeout, reconnect on, commands rejected while
-   * disconnected, a bounded request queue, no replay of scripts, the command timeout.
+   * disconnected, a bounded request queue, no replay of scripts, the command timeout, and the
+   * caller's TLS settings when given.
    */
   static <B extends ClientOptions.Builder> B sharedOptions(B builder, RedisConnectionOptions options) {
+    if (options.sslOptions() != null) {
+      builder.sslOptions(options.sslOptions());
+    }
     builder.socketOptions(SocketOptions.builder().connectTimeout(options.connectTimeout()).build())
         .autoReconnect(true)
         .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
