@@ -3,7 +3,6 @@ package io.retrybudget.bench.metastable;
 import io.retrybudget.retry.http.HttpRetryRules;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
-import io.vertx.core.http.Http2Settings;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
@@ -38,8 +37,7 @@ final class Backend extends VerticleBase {
   @Override
   public Future<?> start() {
     server = vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(port)
-        .setIdleTimeout(60).setTcpNoDelay(true).setHttp2ClearTextEnabled(true)
-        .setInitialSettings(new Http2Settings().setMaxConcurrentStreams(100_000)));
+        .setIdleTimeout(60).setTcpNoDelay(true).setAcceptBacklog(4096));
     return server.requestHandler(this::handle).listen();
   }
 

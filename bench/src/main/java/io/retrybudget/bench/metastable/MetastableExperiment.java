@@ -14,7 +14,8 @@ import java.util.Map;
  * A retry storm against an overloaded backend, end to end: every arm side by side on one schedule,
  * each scenario in turn; per-second CSV, a summary and a chart per scenario. Exits 2 when the naive
  * arm recovers within 60 s of a trigger's end: then the scenario is not metastable and proves
- * nothing. See bench/metastable/README.md for the flags and the figures.
+ * nothing; 3 when an arm was not healthy before the trigger (the machine, not the scenario,
+ * decided the run). See bench/metastable/README.md for the flags and the figures.
  */
 public final class MetastableExperiment {
   private MetastableExperiment() {}
@@ -56,6 +57,15 @@ public final class MetastableExperiment {
       String tag = r.scenario().id() + (o.clients.length > 1 ? "-c" + r.params().clients() : "");
       Report.chart(o.out.resolve(o.name + "-" + tag + ".png"), r, o.model ? "fake-time model" : "real run");
       Map<Arm, ArmSummary> s = r.summaries();
+      List<Arm> unhealthy = unhealthyBeforeTrigger(r);
+      if (!unhealthy.isEmpty()) {
+        String msg = "INCONCLUSIVE: in " + r.scenario().id() + " with " + r.params().clients() + " clients " + unhealthy
+            + " did not serve 95 % of the offered calls in every second from 2 to the trigger, before anything went"
+            + " wrong: the harness did not keep pace (load " + loadAfter + "), and this run measures the machine.";
+        summary.append("**").append(msg).append("**\n\n");
+        System.err.println(msg);
+        code = Math.max(code, 3);
+      }
       ArmSummary naive = s.get(Arm.NAIVE);
       if (naive != null && naive.recoveredWithin(Scenario.RECOVERY_LIMIT_SECONDS)) {
         String msg = "NOT METASTABLE: in " + r.scenario().id() + " with " + r.params().clients()
@@ -77,6 +87,20 @@ public final class MetastableExperiment {
     Files.writeString(o.out.resolve(o.name + "-summary.md"), summary.toString());
     System.out.println("wrote " + o.out.resolve(o.name + "-summary.md"));
     System.exit(code);
+  }
+
+  /** Arms with a second in [2, trigger) whose goodput was under 95 % of the offered calls. */
+  static List<Arm> unhealthyBeforeTrigger(ScenarioRun r) {
+    List<Arm> bad = new ArrayList<>();
+    for (Map.Entry<Arm, PerSecond> e : r.calls().entrySet()) {
+      for (int t = 2; t < r.scenario().triggerStart(); t++) {
+        if (!ArmSummary.healthy(e.getValue(), t)) {
+          bad.add(e.getKey());
+          break;
+        }
+      }
+    }
+    return bad;
   }
 
   static String uptime() {

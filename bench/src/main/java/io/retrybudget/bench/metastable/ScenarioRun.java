@@ -5,7 +5,8 @@ import java.util.Map;
 
 /**
  * What one scenario produced for every arm, the model's or a real run's: the clients' and the
- * backend's per-second tables, Redis's budget calls per second (zeros without the fleet arm), and
+ * backend's per-second tables, Redis's budget calls per second (null in the model, which has no
+ * Redis), and
  * each arm's {@link ArmSummary}.
  */
 record ScenarioRun(Scenario scenario, Params params, Map<Arm, PerSecond> calls, Map<Arm, PerSecond> server,
@@ -29,6 +30,6 @@ record ScenarioRun(Scenario scenario, Params params, Map<Arm, PerSecond> calls, 
       calls.put(arm, r.calls());
       server.put(arm, r.server());
     }
-    return new ScenarioRun(sc, p, calls, server, new long[sc.totalSeconds()]);
+    return new ScenarioRun(sc, p, calls, server, null);
   }
 }
