@@ -109,4 +109,25 @@ class PolicyAndCoreTest {
     calls.add(13, calls.column("goodput"), -10);
     assertEquals(-1, ArmSummary.recoverySeconds(sc, calls));
   }
+
+  @Test
+  void anArmUnhealthyBeforeTheTriggerMakesTheRunInconclusive() {
+    Scenario sc = new Scenario("t", 6, 2, 0.5, 1.0, 65);
+    java.util.Map<Arm, PerSecond> calls = new java.util.LinkedHashMap<>();
+    java.util.Map<Arm, PerSecond> server = new java.util.LinkedHashMap<>();
+    for (Arm arm : List.of(Arm.NAIVE, Arm.FLEET)) {
+      PerSecond c = new PerSecond(sc.totalSeconds(), CallStats.COLUMNS);
+      for (int s = 0; s < sc.totalSeconds(); s++) {
+        c.add(s, c.column("first"), 100);
+        c.add(s, c.column("goodput"), 100);
+      }
+      calls.put(arm, c);
+      server.put(arm, new PerSecond(sc.totalSeconds(), ServerCore.COLUMNS));
+    }
+    calls.get(Arm.FLEET).add(0, 2, -100); // second 0 does not count (start-up)
+    ScenarioRun run = new ScenarioRun(sc, Params.defaults(), calls, server, null);
+    assertEquals(List.of(), MetastableExperiment.unhealthyBeforeTrigger(run));
+    calls.get(Arm.FLEET).add(5, 2, -6); // 94 % in the last healthy second
+    assertEquals(List.of(Arm.FLEET), MetastableExperiment.unhealthyBeforeTrigger(run));
+  }
 }
