@@ -11,17 +11,28 @@ import java.nio.file.Path;
 import java.util.List;
 import javax.imageio.ImageIO;
 
-/** A PNG line chart (java.awt, headless): one line per series over x = 0..n-1. */
-final class LineChart {
+/**
+ * A PNG line chart (java.awt, headless): one line per series over x = 0..n-1, optionally with an
+ * x range shaded (an outage, a trigger). Used by the layers and metastable benchmarks.
+ */
+public final class LineChart {
   private static final Color[] COLORS = {new Color(0xd62728), new Color(0x1f77b4), new Color(0x2ca02c),
       new Color(0x9467bd), new Color(0xff7f0e), new Color(0x8c564b), new Color(0x17becf)};
 
-  record Series(String name, double[] values) {}
+  /** One line: its legend and its value at each x. */
+  public record Series(String name, double[] values) {}
 
   private LineChart() {}
 
-  static void write(Path file, String title, String xLabel, String yLabel, List<Series> series, boolean logY)
+  /** A chart without a shaded range. */
+  public static void write(Path file, String title, String xLabel, String yLabel, List<Series> series, boolean logY)
       throws IOException {
+    write(file, title, xLabel, yLabel, series, logY, -1, -1);
+  }
+
+  /** A chart with x in [bandFrom, bandTo) shaded (nothing shaded when bandFrom is negative). */
+  public static void write(Path file, String title, String xLabel, String yLabel, List<Series> series, boolean logY,
+      int bandFrom, int bandTo) throws IOException {
     int w = 1100;
     int h = 600;
     int left = 90;
@@ -38,6 +49,12 @@ final class LineChart {
     double yMax = logY ? Math.pow(10, Math.ceil(Math.log10(Math.max(10, max)))) : niceMax(max);
     int pw = w - left - right;
     int ph = h - top - bottom;
+    if (bandFrom >= 0 && bandTo > bandFrom) {
+      int bx0 = left + (int) ((long) pw * bandFrom / Math.max(1, n - 1));
+      int bx1 = left + (int) ((long) pw * Math.min(bandTo, n - 1) / Math.max(1, n - 1));
+      g.setColor(new Color(255, 228, 228));
+      g.fillRect(bx0, top, Math.max(1, bx1 - bx0), ph);
+    }
     g.setColor(Color.BLACK);
     g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 18));
     g.drawString(title, left, 35);

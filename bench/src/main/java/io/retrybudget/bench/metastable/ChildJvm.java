@@ -1,0 +1,93 @@
+package io.retrybudget.bench.metastable;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A child JVM of a real run on this JVM's class path: its stdout and stderr go to a log file, the
+ * lines it announces itself with ({@code LOADED}, {@code READY}, {@code DONE}) are remembered, and
+ * {@link #send} writes a line to its stdin.
+ */
+final class ChildJvm implements AutoCloseable {
+  private final String name;
+  private final Process process;
+  private final Set<String> seen = ConcurrentHashMap.newKeySet();
+  private final PrintWriter stdin;
+
+  ChildJvm(String name, Path log, Class<?> main, List<String> args) throws IOException {
+    this.name = name;
+    List<String> cmd = new ArrayList<>();
+    cmd.add(ProcessHandle.current().info().command().orElse("java"));
+    cmd.addAll(List.of("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Xss512k",
+        "-Djava.awt.headless=true",
+        // with the common pool's default parallelism of 1 (a 2-core machine) CompletableFuture runs async
+        // stages on a new thread each, and java.net.http does so for every cancelled exchange
+        "-Djava.util.concurrent.ForkJoinPool.common.parallelism=4", "-cp", System.getProperty("java.class.path"), main.getName()));
+    cmd.addAll(args);
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    this.process = pb.start();
+    this.stdin = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
+    Writer out = Files.newBufferedWriter(log);
+    Thread reader = new Thread(() -> {
+      try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+           Writer w = out) {
+        for (String line; (line = r.readLine()) != null; ) {
+          seen.add(line.trim());
+          w.write(line);
+          w.write('\n');
+          w.flush();
+        }
+      } catch (IOException e) {
+        seen.add("IO-ERROR " + e);
+      }
+    }, name + "-out");
+    reader.setDaemon(true);
+    reader.start();
+  }
+
+  /** Waits until the child printed {@code line}; fails when it exits or the time runs out first. */
+  void await(String line, long timeoutMillis) throws InterruptedException {
+    long until = System.currentTimeMillis() + timeoutMillis;
+    while (!seen.contains(line)) {
+      if (!process.isAlive() && !seen.contains(line)) {
+        throw new IllegalStateException(name + " exited with " + process.exitValue() + " before " + line
+            + " (see its log)");
+      }
+      if (System.currentTimeMillis() > until) {
+        throw new IllegalStateException(name + " did not print " + line + " in " + timeoutMillis + " ms (see its log)");
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  void send(String line) {
+    stdin.println(line);
+  }
+
+  /** Waits for the child's exit; a child still running after {@code timeoutMillis} is destroyed. */
+  int waitFor(long timeoutMillis) throws InterruptedException {
+    if (!process.waitFor(timeoutMillis, TimeUnit.MILLISECONDS)) {
+      process.destroyForcibly();
+      throw new IllegalStateException(name + " still ran " + timeoutMillis + " ms after its end");
+    }
+    return process.exitValue();
+  }
+
+  @Override
+  public void close() {
+    if (process.isAlive()) {
+      process.destroyForcibly();
+    }
+  }
+}
