@@ -11,6 +11,7 @@ import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.failsafe.BudgetedRetryPolicy;
 import io.retrybudget.testing.RedisServerProcess;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -57,9 +58,17 @@ public class FailsafeBudgetBenchmark {
   @Setup(Level.Trial)
   public void setUp() {
     redis = RedisServerProcess.start();
-    budgetClient = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build()).build();
+    // a 1 s call timeout: the benchmark measures the cost of a permit, not a loaded machine's timeouts
+    budgetClient = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redis.uri()).build())
+        .callTimeout(Duration.ofSeconds(1)).build();
     // every retry granted: ratio 1 and a floor far above the benchmark's rate
     RetryBudget budget = budgetClient.budget(BudgetConfig.builder("jmh-failsafe").ratio(1.0).minRetriesPerSecond(1_000_000).build());
+    long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (!budget.acquireBlocking().granted()) { // until Redis has the budget and answers
+      if (System.nanoTime() > until) {
+        throw new IllegalStateException("the budget granted nothing within 30 s");
+      }
+    }
     RetryPolicy<Integer> policy = RetryPolicy.<Integer>builder().withMaxRetries(2).build();
     bare = Failsafe.with(policy);
     budgeted = Failsafe.with(BudgetedRetryPolicy.of(policy, budget));

@@ -2,7 +2,7 @@ package io.retrybudget.bench.metastable;
 
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
-import io.retrybudget.budget.redis.RedisConnectionOptions;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryScheduler;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import java.io.BufferedReader;
