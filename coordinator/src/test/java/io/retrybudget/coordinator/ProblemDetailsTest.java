@@ -164,6 +164,12 @@ class ProblemDetailsTest {
       }
     } finally {
       redis.server().restart();
+      // the coordinator's connection comes back on Lettuce's reconnect backoff; the other tests of
+      // this class need it back, whichever order they run in (30 s: a reconnect at load 16 is seconds)
+      long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+      while (api.get("getBudget", "/v1/budgets/down").status() == 503 && System.nanoTime() < until) {
+        Thread.sleep(50);
+      }
     }
   }
 }
