@@ -33,6 +33,7 @@ class WindowChangeFleetTest {
   private static final int CEILING = 10;
   private static final int FLOOR = 100;
   private static final long STEP = 100;
+  private static final long TICK = 500; // the client's flushInterval (its timer's tick)
 
   private final AtomicLong now = new AtomicLong(1_000_000);
   private final Random random = new Random(29);
@@ -62,16 +63,21 @@ class WindowChangeFleetTest {
     return fleet.stream().mapToLong(RedisRetryBudget::callsSent).sum();
   }
 
-  /** One fake second, 100 ms steps: each budget counts a first attempt a step and flushes when due; returns its script calls. */
+  /**
+   * One fake second, 100 ms steps: each budget counts a first attempt a step and, at each tick of its
+   * timer (every flushInterval, 500 ms), flushes when due; returns its script calls.
+   */
   private long healthySecond() {
     long before = callsSent();
     List<CompletableFuture<Void>> flushes = new ArrayList<>();
     for (long t = 0; t < 1_000; t += STEP) {
-      now.addAndGet(STEP);
+      long at = now.addAndGet(STEP);
       flushes.clear();
       for (RedisRetryBudget b : fleet) {
         b.recordFirstAttempt();
-        flushes.add(b.flush(false));
+        if (at % TICK == 0) {
+          flushes.add(b.flush(false));
+        }
       }
       CompletableFuture.allOf(flushes.toArray(CompletableFuture[]::new)).join();
     }
