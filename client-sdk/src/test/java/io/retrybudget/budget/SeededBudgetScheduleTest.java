@@ -3,6 +3,7 @@ package io.retrybudget.budget;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.ModelStore.Delivery;
+import io.retrybudget.budget.internal.FleetCount;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -33,6 +34,8 @@ import org.junit.jupiter.api.Test;
  */
 class SeededBudgetScheduleTest {
   private static final long CALL_TIMEOUT = 20;
+  // calls Redis ran in the seconds once the fleet was known, by fleet size and ceiling: {seconds, calls, most in one}
+  private final java.util.Map<String, long[]> callsKnown = new java.util.TreeMap<>();
   // the engine says once per budget that Redis holds another configuration: 10,000 schedules of it
   private static final java.util.logging.Logger QUIET = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
 
@@ -59,6 +62,7 @@ class SeededBudgetScheduleTest {
     }
     if (end - first >= 100) {
       assertSlowPhasesYield(slow);
+      assertCallsUnderTheCeiling();
     }
     System.out.printf("SeededBudgetScheduleTest: %,d schedules, %,d steps, %.1f s (%.1f s of CPU)%n", end - first, steps,
         (System.nanoTime() - started) / 1e9,
@@ -96,6 +100,25 @@ class SeededBudgetScheduleTest {
         + slow[1] + " (" + slow[0] / slow[1] + ")");
   }
 
+  /**
+   * Once the fleet is known, the calls Redis runs average at most the ceiling C a second, over every
+   * such second of the schedules of one fleet size and ceiling (no second of one above 2 C: checked after
+   * every step). One second alone can hold more: each client's flushes and asks come at random phases,
+   * and 8 clients at C = 10, 9.2 calls a second on average, ran up to 17 in one. Over 2,000 schedules
+   * the busiest average was 9.2 (8 clients at C = 10); before a flush's due time took a uniform place
+   * between two timer ticks, 6 clients at C = 10 averaged 10.5.
+   */
+  private void assertCallsUnderTheCeiling() {
+    StringBuilder table = new StringBuilder();
+    callsKnown.forEach((fleet, t) -> table.append(String.format("%n  %s: %,d seconds, %.2f calls a second, at most %d",
+        fleet, t[0], t[1] / (double) t[0], t[2])));
+    System.out.println("calls a second once the fleet was known:" + table);
+    callsKnown.forEach((fleet, t) -> {
+      long ceiling = Long.parseLong(fleet.substring(fleet.indexOf('=') + 1).trim());
+      assertTrue(t[1] <= ceiling * t[0], () -> fleet + ": " + t[1] / (double) t[0] + " calls a second on average" + table);
+    });
+  }
+
   private void assertCaught(String what, Consumer<FakeEngine> breakIt) {
     int caught = 0;
     String first = null;
@@ -120,16 +143,18 @@ class SeededBudgetScheduleTest {
   }
 
   /** One schedule; returns its steps, and adds its slow phase's grants and paced share to {@code slow}. */
-  private long schedule(long seed, Consumer<FakeEngine> variant, double[] slow) {
+  long schedule(long seed, Consumer<FakeEngine> variant, double[] slow) {
     SplittableRandom r = new SplittableRandom(seed);
     FakeEngine engine = new FakeEngine(CALL_TIMEOUT, FallbackPolicy.LOCAL, r::nextDouble);
     variant.accept(engine);
 
     ModelStore store = engine.store;
+    // Redis's clock at a random point of a fleet epoch: a third of the schedules cross an epoch's end
+    store.redisClockAhead(r.nextLong(FleetCount.EPOCH_MILLIS));
     long flushTimeout = store.flushTimeoutMillis();
-    History h = new History(engine);
-    h.configure(r, store);
     int n = 2 + r.nextInt(7);
+    History h = new History(engine, n, callsKnown);
+    h.configure(r, store);
     List<RedisRetryBudget> budgets = new ArrayList<>();
     BudgetConfig seedConfig = BudgetConfig.builder("seeded").ratio(0.1).minRetriesPerSecond(0).windowSeconds(10).build();
     for (int i = 0; i < n; i++) {
@@ -177,6 +202,7 @@ class SeededBudgetScheduleTest {
     while (engine.millis() < phaseEnd) {
       steps += step(r, engine, budgets, own, h, slowRate, true);
     }
+    h.assertFleetLearned();
     long grants = h.grants() - grantsBefore;
     long requests = h.firstAttempts - requestsBefore;
     long asks = h.asks - asksBefore;
@@ -226,7 +252,13 @@ class SeededBudgetScheduleTest {
   /** What happened, as the checker sees it, and the invariants over it. */
   private static final class History {
     private final FakeEngine engine;
+    private final int clients; // the true fleet: every budget is one client of Redis
+    private final java.util.Map<String, long[]> callsKnown;
     private final long startMillis;
+    private long secondsChecked; // engine seconds whose fleet and calls were checked
+    private long fleetCountedAt = -1; // when Redis had counted every client (the end of the warm-up)
+    private RedisRetryBudget.Learned[] learnedBefore; // what each budget knew before it could hear the whole fleet
+    private long ceilingKnownSince = Long.MAX_VALUE; // every budget knows the fleet and the call ceiling in force
     private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
     long firstAttempts;
     long asks;
@@ -236,8 +268,10 @@ class SeededBudgetScheduleTest {
     long maxFloor;
     final java.util.Map<BudgetDecision.Reason, Integer> reasons = new java.util.TreeMap<>();
 
-    History(FakeEngine engine) {
+    History(FakeEngine engine, int clients, java.util.Map<String, long[]> callsKnown) {
       this.engine = engine;
+      this.clients = clients;
+      this.callsKnown = callsKnown;
       this.startMillis = engine.millis();
     }
 
@@ -252,6 +286,7 @@ class SeededBudgetScheduleTest {
       store.configure(ratios[r.nextInt(4)], windows[r.nextInt(4)], r.nextInt(3), ceilings[r.nextInt(3)]);
       maxRatioPpm = Math.max(Math.max(maxRatioPpm, store.ratioPpm), 100_000); // the seed's too
       maxFloor = Math.max(maxFloor, store.minRetriesPerSecond);
+      ceilingKnownSince = Long.MAX_VALUE;
     }
 
     void ask(RedisRetryBudget b) {
@@ -294,6 +329,74 @@ class SeededBudgetScheduleTest {
       double fallbackShare = maxRatioPpm / 1e6 * firstAttempts + maxFloor * seconds * n + n;
       assertTrue(grants() <= model + fallbackShare + 1, () -> "grants " + grants() + " (" + fromRedis + " from Redis, "
           + fromFallback + " from the fallback) over the model's " + model + " plus the fallback's share " + fallbackShare);
+      while (secondsChecked < now / 1000) {
+        checkSecond(secondsChecked++);
+      }
+    }
+
+    private boolean withinTenPercent(long estimate) {
+      return Math.abs(estimate - clients) <= 0.1 * clients;
+    }
+
+    /**
+     * The fleet's size and the calls of second {@code s} (just ended). The warm-up ends when Redis has
+     * counted every client: a client is counted by its first call Redis applies, and before that nobody
+     * can know it (the last phase, every call applied, bounds the warm-up: {@link #assertFleetLearned}).
+     * From then on Redis's estimate is within ±10 % at every second, whatever the window, ceiling or
+     * epoch; a budget knows it from its first reply that arrives more than two flush timeouts later (a
+     * reply comes within that or never, so it answers a call applied after the warm-up). Once every budget
+     * knows the fleet and the call ceiling C in force, the calls Redis runs in each second after the next
+     * one (the flushes the budgets scheduled before they knew) are at most C.
+     */
+    private void checkSecond(long s) {
+      ModelStore store = engine.store;
+      long now = engine.millis();
+      if (fleetCountedAt < 0 && store.fleetEstimate() >= clients) {
+        fleetCountedAt = now;
+      }
+      if (fleetCountedAt >= 0) {
+        long estimate = store.fleetEstimate();
+        assertTrue(withinTenPercent(estimate), () -> "Redis's fleet estimate " + estimate + " for " + clients
+            + " clients at second " + s + " (every client counted at " + fleetCountedAt + " ms)");
+      }
+      List<RedisRetryBudget> budgets = engine.budgets;
+      if (learnedBefore == null && fleetCountedAt >= 0 && now > fleetCountedAt + 2 * store.flushTimeoutMillis()) {
+        learnedBefore = new RedisRetryBudget.Learned[budgets.size()];
+        for (int i = 0; i < budgets.size(); i++) {
+          learnedBefore[i] = budgets.get(i).learned();
+        }
+      }
+      boolean ceilingKnown = learnedBefore != null;
+      for (int i = 0; learnedBefore != null && i < budgets.size(); i++) {
+        RedisRetryBudget.Learned l = budgets.get(i).learned();
+        if (l != learnedBefore[i]) {
+          int budget = i;
+          assertTrue(withinTenPercent(l.activeClients()), () -> "budget " + budget + " estimates the fleet at "
+              + l.activeClients() + " clients of " + clients + " at second " + s);
+        }
+        ceilingKnown &= l != learnedBefore[i] && l.maxCallsPerSecond() == store.maxCallsPerSecond;
+      }
+      long ceiling = store.maxCallsPerSecond;
+      ceilingKnownSince = ceilingKnown ? Math.min(ceilingKnownSince, now) : Long.MAX_VALUE;
+      Long calls = store.runPerSecond.remove(s);
+      if (s * 1000 - 1000 >= ceilingKnownSince) {
+        long run = calls == null ? 0 : calls;
+        assertTrue(run <= 2 * ceiling, () -> run + " calls in second " + s + " over twice the ceiling of " + ceiling
+            + " a second (" + clients + " clients, known since " + ceilingKnownSince + " ms)");
+        long[] t = callsKnown.computeIfAbsent(String.format("%d clients at C = %4d", clients, ceiling), k -> new long[3]);
+        t[0]++;
+        t[1] += run;
+        t[2] = Math.max(t[2], run);
+      }
+    }
+
+    /** At the end: Redis has counted every client, and every budget has heard the fleet's size since. */
+    void assertFleetLearned() {
+      assertTrue(fleetCountedAt >= 0, () -> "Redis counted " + engine.store.fleetEstimate() + " of " + clients + " clients");
+      assertTrue(learnedBefore != null, "no budget heard the whole fleet's size");
+      for (int i = 0; i < engine.budgets.size(); i++) {
+        assertTrue(engine.budgets.get(i).learned() != learnedBefore[i], "budget " + i + " never heard the whole fleet's size");
+      }
     }
   }
 }
