@@ -101,15 +101,12 @@ final class ModelStore implements FleetRegistry.Port {
     faults = source;
   }
 
-  /** A configuration change; a new window starts its counts afresh (as a changed ring does). */
+  /** A configuration change (a new window starts its counts afresh at the next call, as budget.lua's ring does). */
   void configure(long ratioPpm, int windowSeconds, int minRetriesPerSecond, int maxCallsPerSecond) {
     this.ratioPpm = ratioPpm;
     this.minRetriesPerSecond = minRetriesPerSecond;
     this.maxCallsPerSecond = maxCallsPerSecond;
-    if (windowSeconds != this.windowSeconds) {
-      this.windowSeconds = windowSeconds;
-      counts = new SlidingWindowCounts(windowSeconds * 1000L);
-    }
+    this.windowSeconds = windowSeconds;
     if (mirror != null) {
       mirror.configured(this);
     }
@@ -144,6 +141,9 @@ final class ModelStore implements FleetRegistry.Port {
       balance = new PacedBalance(); // the pace key expired: a new balance starts from the window
     }
     paceExpiresAt = now + windowSeconds * 2000L;
+    if (counts.windowMillis() != windowSeconds * 1000L) {
+      counts = new SlidingWindowCounts(windowSeconds * 1000L); // the ring's bucket length changed: it starts over
+    }
     long epoch = FleetCount.epochOf(now);
     fleet = FleetCount.read(fleet, epoch);
     if (!Long.valueOf(epoch).equals(countedIn.put(clientId, epoch))) {
