@@ -41,10 +41,6 @@ class SeededBudgetScheduleTest {
   // the engine says once per budget that Redis holds another configuration: 10,000 schedules of it
   private static final java.util.logging.Logger QUIET = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
 
-  static {
-    QUIET.setLevel(java.util.logging.Level.WARNING);
-  }
-
   @Test
   void randomFaultSchedulesKeepEveryPromise() {
     long seedProperty = Long.getLong("seed", -1);
@@ -147,6 +143,17 @@ class SeededBudgetScheduleTest {
 
   /** One schedule; returns its steps, and adds its slow phase's grants and paced share to {@code slow}. */
   long schedule(long seed, Consumer<FakeEngine> variant, double[] slow) {
+    // quiet only while it runs: other tests in this JVM read the engine's log (RegistrationTest)
+    java.util.logging.Level was = QUIET.getLevel();
+    QUIET.setLevel(java.util.logging.Level.WARNING);
+    try {
+      return run(seed, variant, slow);
+    } finally {
+      QUIET.setLevel(was);
+    }
+  }
+
+  private long run(long seed, Consumer<FakeEngine> variant, double[] slow) {
     SplittableRandom r = new SplittableRandom(seed);
     FakeEngine engine = new FakeEngine(CALL_TIMEOUT, FallbackPolicy.LOCAL, r::nextDouble);
     variant.accept(engine);
