@@ -49,7 +49,8 @@ class WindowChangeFleetTest {
       RedisBudgetClient p = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
           .millisClock(now::get).random(random::nextDouble).build();
       processes.add(p);
-      Eventually.await("connected", Duration.ofSeconds(10), () -> !p.isDegraded());
+      // (20 clients connecting, each its own Lettuce client, took over 10 s at a load of 36)
+      Eventually.await("connected", Duration.ofSeconds(30), () -> !p.isDegraded());
       fleet.add((RedisRetryBudget) p.budget(config));
     }
   }
@@ -128,6 +129,9 @@ class WindowChangeFleetTest {
     // Redis gone: each client's LOCAL fallback takes its share of the floor, 100 / 20 a second
     redis.server().kill();
     Eventually.await("every budget degraded", Duration.ofSeconds(20), () -> {
+      // time moves on while we wait, as it would: a budget reusing a refusal from Redis (or not its turn
+      // to ask) calls Redis, and finds it gone, only once the fake clock has moved past that
+      now.addAndGet(STEP);
       List<CompletableFuture<BudgetDecision>> asks = new ArrayList<>();
       for (RedisRetryBudget b : fleet) {
         if (!b.isDegraded()) {
