@@ -357,7 +357,8 @@ end
 local g_was = cg
 cg = trust_add(cg, granted, bucket_cap)
 retries = retries + cg - g_was
-if granted > 0 then cl = now_ms end
+-- (grants a client's fallback made count as grants made now: they leave with the bucket they are in)
+if granted > 0 or add_retries > 0 then cl = now_ms end
 
 if seeded then redis.call('HSET', cfg_key, unpack(seed_fields)) end
 redis.call('SET', pace_key, struct.pack('<i8i8i8i8', balance, now_ms, cur, cg), 'PX', window_ms * 2)

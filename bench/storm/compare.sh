@@ -77,7 +77,7 @@ clone_at() {
 build() {
   local tree=$1 log=$2
   echo "building $tree (log: $log)"
-  if ! (cd "$tree" && mvn -B -q -o -pl bench -am test-compile dependency:build-classpath \
+  if ! (cd "$tree" && mvn -B -q -o -pl bench -am test-compile org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath \
       -Dmdep.outputFile="$tree/bench/target/storm-cp.txt") >"$log" 2>&1; then
     tail -40 "$log" >&2
     echo "build of $tree failed" >&2

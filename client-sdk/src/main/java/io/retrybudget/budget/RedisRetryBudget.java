@@ -256,7 +256,7 @@ final class RedisRetryBudget implements RetryBudget {
   private CompletableFuture<BudgetReply> call(FleetRegistry.Port port, long now, int need, long want) {
     PendingCounts.Taken taken = own.take(now);
     // every call carries the counts, so the timer's next flush is one interval after it
-    schedule.called(now, learned);
+    schedule.called(now, learned, need > 0);
     callsSent.incrementAndGet();
     // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
     BudgetCall c = new BudgetCall(seed.name(), taken.requests(), taken.denied(), taken.retries(), need,

@@ -1,6 +1,7 @@
 package io.retrybudget.budget;
 
 import io.lettuce.core.RedisException;
+import io.retrybudget.budget.internal.FleetCount;
 import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.internal.PacedBalance;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
@@ -15,16 +16,27 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
- * A Java model of one budget in Redis (lua/budget.lua: counts in a sliding window, the paced balance,
- * the clients seen in the window) with replies that come fast, slow, late, never, or are refused, on
- * fake time. A call is applied when it is sent (a refused one is not); its reply comes after the
- * delay its {@link Delivery} says. Records what it granted and what it was told, for the checkers.
+ * A Java model of one budget in Redis (lua/budget.lua: counts in a sliding window, the paced balance
+ * and its key's expiry, the fleet counted per epoch) with replies that come fast, slow, late, never,
+ * or are refused, on fake time. A call is applied when it is sent (a refused one is not); its reply
+ * comes after the delay its {@link Delivery} says. Redis's clock runs {@link #redisClockAhead} ms ahead
+ * of the engines'. Records what it granted, what it was told and the calls it ran each second, for the
+ * checkers; a {@link Mirror} sees every configuration and every call applied (parity with the scripts).
  */
 final class ModelStore implements FleetRegistry.Port {
   static final long PPM = PaceArithmetic.PPM;
 
   /** How one call's reply comes back. */
   enum Delivery { FAST, SLOW, LATE, LOST, REFUSED }
+
+  /** Sees what the model applies, in order (a real Redis running the same calls, for parity). */
+  interface Mirror {
+    /** The configuration was changed to the model's current one. */
+    void configured(ModelStore store);
+
+    /** {@code call} of {@code clientId} was applied at Redis time {@code redisMillis} and answered {@code reply}. */
+    void applied(BudgetCall call, String clientId, long redisMillis, BudgetReply reply);
+  }
 
   private final LongSupplier clock;
   private final FakeTime time;
@@ -38,20 +50,45 @@ final class ModelStore implements FleetRegistry.Port {
   int minRetriesPerSecond = 0;
   int maxCallsPerSecond = BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND;
   private SlidingWindowCounts counts;
-  private final PacedBalance balance = new PacedBalance();
-  private final Map<String, Long> seen = new HashMap<>();
+  private PacedBalance balance = new PacedBalance();
+  private long paceExpiresAt = Long.MAX_VALUE; // the pace key's PX: two windows after the call that wrote it
+  private FleetCount fleet; // the clients hash's record ''
+  private final Map<String, Long> countedIn = new HashMap<>(); // client id -> the fleet epoch it was last counted in
+  private long redisClockAhead;
+  private Mirror mirror;
 
   // the history, for the checkers
   long calls;
   long permitsGranted; // permits handed out in replies to applied permit calls
   long requestsCounted;
   long fallbackRetriesReported;
+  final Map<Long, Long> runPerSecond = new HashMap<>(); // engine second -> calls Redis ran in it
 
   ModelStore(LongSupplier clock, FakeTime time, long flushTimeoutMillis) {
     this.clock = clock;
     this.time = time;
     this.flushTimeoutMillis = flushTimeoutMillis;
     this.counts = new SlidingWindowCounts(windowSeconds * 1000L);
+  }
+
+  /** Redis's clock runs {@code millis} ahead of the engines' (where in a fleet epoch the schedule starts). */
+  void redisClockAhead(long millis) {
+    redisClockAhead = millis;
+  }
+
+  void mirror(Mirror m) {
+    mirror = m;
+    m.configured(this);
+  }
+
+  /** Redis's time now, ms. */
+  long redisMillis() {
+    return clock.getAsLong() + redisClockAhead;
+  }
+
+  /** The fleet's size a call would be told now (budget.lua's active_clients, before counting its caller). */
+  long fleetEstimate() {
+    return FleetCount.read(fleet, FleetCount.epochOf(redisMillis())).estimate();
   }
 
   /** Every reply after {@code delayMillis}. */
@@ -64,14 +101,14 @@ final class ModelStore implements FleetRegistry.Port {
     faults = source;
   }
 
-  /** A configuration change; a new window starts its counts afresh (as a changed ring does). */
+  /** A configuration change (a new window starts its counts afresh at the next call, as budget.lua's ring does). */
   void configure(long ratioPpm, int windowSeconds, int minRetriesPerSecond, int maxCallsPerSecond) {
     this.ratioPpm = ratioPpm;
     this.minRetriesPerSecond = minRetriesPerSecond;
     this.maxCallsPerSecond = maxCallsPerSecond;
-    if (windowSeconds != this.windowSeconds) {
-      this.windowSeconds = windowSeconds;
-      counts = new SlidingWindowCounts(windowSeconds * 1000L);
+    this.windowSeconds = windowSeconds;
+    if (mirror != null) {
+      mirror.configured(this);
     }
   }
 
@@ -90,6 +127,7 @@ final class ModelStore implements FleetRegistry.Port {
       time.schedule(() -> reply.completeExceptionally(new RedisException("Currently not connected")), how[1] * FakeEngine.MS);
       return reply;
     }
+    runPerSecond.merge(clock.getAsLong() / 1000, 1L, Long::sum);
     BudgetReply answer = apply(call, sequence.clientId());
     if (delivery != Delivery.LOST) {
       time.schedule(() -> reply.complete(answer), how[1] * FakeEngine.MS);
@@ -98,10 +136,19 @@ final class ModelStore implements FleetRegistry.Port {
   }
 
   private BudgetReply apply(BudgetCall call, String clientId) {
-    long now = clock.getAsLong();
-    long windowMillis = windowSeconds * 1000L;
-    seen.put(clientId, now);
-    seen.values().removeIf(at -> at <= now - windowMillis);
+    long now = redisMillis();
+    if (now > paceExpiresAt) {
+      balance = new PacedBalance(); // the pace key expired: a new balance starts from the window
+    }
+    paceExpiresAt = now + windowSeconds * 2000L;
+    if (counts.windowMillis() != windowSeconds * 1000L) {
+      counts = new SlidingWindowCounts(windowSeconds * 1000L); // the ring's bucket length changed: it starts over
+    }
+    long epoch = FleetCount.epochOf(now);
+    fleet = FleetCount.read(fleet, epoch);
+    if (!Long.valueOf(epoch).equals(countedIn.put(clientId, epoch))) {
+      fleet = fleet.counted();
+    }
     long floorPpm = minRetriesPerSecond * PPM;
     counts.add(now, call.requests(), call.retries(), call.denied());
     requestsCounted += call.requests();
@@ -124,9 +171,13 @@ final class ModelStore implements FleetRegistry.Port {
       }
     }
     long requests = counts.requests(now);
-    return new BudgetReply(status, granted, requests, counts.retries(now), counts.denied(now),
-        requests * ratioPpm / PPM + (long) minRetriesPerSecond * windowSeconds, seen.size(), ratioPpm, windowSeconds,
+    BudgetReply reply = new BudgetReply(status, granted, requests, counts.retries(now), counts.denied(now),
+        requests * ratioPpm / PPM + (long) minRetriesPerSecond * windowSeconds, fleet.estimate(), ratioPpm, windowSeconds,
         minRetriesPerSecond, BudgetMode.ENFORCE.wireName(), PaceArithmetic.available(balance.balance()),
         balance.nextMillis(), balance.refillRate(), maxCallsPerSecond);
+    if (mirror != null) {
+      mirror.applied(call, clientId, now, reply);
+    }
+    return reply;
   }
 }

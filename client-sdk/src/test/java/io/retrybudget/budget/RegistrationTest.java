@@ -3,6 +3,7 @@ package io.retrybudget.budget;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.time.Duration;
 import java.util.List;
@@ -54,8 +55,13 @@ class RegistrationTest {
   }
 
   private RedisBudgetClient client() {
-    return RedisBudgetClient.builder(redis.connectionOptions().build())
+    RedisBudgetClient c = RedisBudgetClient.builder(redis.connectionOptions().build())
         .callTimeout(Duration.ofSeconds(2)).flushInterval(Duration.ofMillis(50)).build();
+    // build() waits for the connection at most the connect timeout (2 s), which a cold JVM missed at a
+    // load of 22 (its budgets' first asks then came from the fallback); at a load of 16 it connects
+    // within seconds
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !c.isDegraded());
+    return c;
   }
 
   @Test

@@ -33,6 +33,7 @@ class WindowChangeFleetTest {
   private static final int CEILING = 10;
   private static final int FLOOR = 100;
   private static final long STEP = 100;
+  private static final long TICK = 500; // the client's flushInterval (its timer's tick)
 
   private final AtomicLong now = new AtomicLong(1_000_000);
   private final Random random = new Random(29);
@@ -48,7 +49,8 @@ class WindowChangeFleetTest {
       RedisBudgetClient p = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
           .millisClock(now::get).random(random::nextDouble).build();
       processes.add(p);
-      Eventually.await("connected", Duration.ofSeconds(10), () -> !p.isDegraded());
+      // (20 clients connecting, each its own Lettuce client, took over 10 s at a load of 36)
+      Eventually.await("connected", Duration.ofSeconds(30), () -> !p.isDegraded());
       fleet.add((RedisRetryBudget) p.budget(config));
     }
   }
@@ -62,16 +64,21 @@ class WindowChangeFleetTest {
     return fleet.stream().mapToLong(RedisRetryBudget::callsSent).sum();
   }
 
-  /** One fake second, 100 ms steps: each budget counts a first attempt a step and flushes when due; returns its script calls. */
+  /**
+   * One fake second, 100 ms steps: each budget counts a first attempt a step and, at each tick of its
+   * timer (every flushInterval, 500 ms), flushes when due; returns its script calls.
+   */
   private long healthySecond() {
     long before = callsSent();
     List<CompletableFuture<Void>> flushes = new ArrayList<>();
     for (long t = 0; t < 1_000; t += STEP) {
-      now.addAndGet(STEP);
+      long at = now.addAndGet(STEP);
       flushes.clear();
       for (RedisRetryBudget b : fleet) {
         b.recordFirstAttempt();
-        flushes.add(b.flush(false));
+        if (at % TICK == 0) {
+          flushes.add(b.flush(false));
+        }
       }
       CompletableFuture.allOf(flushes.toArray(CompletableFuture[]::new)).join();
     }
@@ -122,6 +129,9 @@ class WindowChangeFleetTest {
     // Redis gone: each client's LOCAL fallback takes its share of the floor, 100 / 20 a second
     redis.server().kill();
     Eventually.await("every budget degraded", Duration.ofSeconds(20), () -> {
+      // time moves on while we wait, as it would: a budget reusing a refusal from Redis (or not its turn
+      // to ask) calls Redis, and finds it gone, only once the fake clock has moved past that
+      now.addAndGet(STEP);
       List<CompletableFuture<BudgetDecision>> asks = new ArrayList<>();
       for (RedisRetryBudget b : fleet) {
         if (!b.isDegraded()) {

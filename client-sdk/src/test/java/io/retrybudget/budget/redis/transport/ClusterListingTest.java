@@ -15,6 +15,7 @@ import io.retrybudget.testing.RedisBinary;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RedisServerProcess;
 import io.retrybudget.testing.RespClient;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -51,6 +52,16 @@ class ClusterListingTest {
     return names;
   }
 
+  /**
+   * The Cluster's options with a 10-s command timeout: the listing's reads are the subject, not their
+   * latency, and on 2 cores at a load average of 16 six Redis processes (three masters, three
+   * replicas) wait their turn for a core, so a read of an index beside 2,000,000 keys can take more
+   * than the default second (it timed out at a load of 25).
+   */
+  private static RedisConnectionOptions patient() {
+    return redis.connectionOptions().commandTimeout(Duration.ofSeconds(10)).build();
+  }
+
   private static long scriptCalls() {
     return redis.commandCalls("evalsha") + redis.commandCalls("eval");
   }
@@ -58,7 +69,7 @@ class ClusterListingTest {
   @Test
   @Order(1)
   void oneScriptCallPerMasterListsEveryBudget() throws Exception {
-    try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
+    try (RedisBudgetStore store = RedisBudgetStore.connect(patient())) {
       BudgetScripts scripts = new BudgetScripts(store);
       SortedSet<String> names = configure(scripts, 40);
       long before = scriptCalls();
@@ -81,7 +92,7 @@ class ClusterListingTest {
     String key = BudgetKeys.clusterIndex(12_345);
     RedisServerProcess owner = redis.serverFor(key);
     owner.call("SET", key, "not a sorted set");
-    try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
+    try (RedisBudgetStore store = RedisBudgetStore.connect(patient())) {
       ExecutionException e = assertThrows(ExecutionException.class,
           () -> new BudgetScripts(store).listNames(new CompletableFuture<>()).get(20, TimeUnit.SECONDS));
       BrokenBudgetException broken = assertInstanceOf(BrokenBudgetException.class, e.getCause());
@@ -112,7 +123,7 @@ class ClusterListingTest {
       total += (Long) masters.get(i).call("DBSIZE");
     }
     assertTrue(total >= 2_000_000L, total + " keys");
-    try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
+    try (RedisBudgetStore store = RedisBudgetStore.connect(patient())) {
       BudgetScripts scripts = new BudgetScripts(store);
       SortedSet<String> names = configure(scripts, 40);
       long[] script = new long[5];

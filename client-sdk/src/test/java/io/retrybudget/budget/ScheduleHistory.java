@@ -1,0 +1,178 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What happened in one of {@link SeededBudgetScheduleTest}'s schedules, as the checker sees it (every
+ * ask and its answer, first attempts, grants by source, the configurations in force, the fleet and
+ * calls each second), and the invariants over it, checked after every step.
+ */
+final class ScheduleHistory {
+  private final FakeEngine engine;
+  private final int clients; // the true fleet: every budget is one client of Redis
+  private final long callTimeout;
+  private final Map<String, long[]> callsKnown; // SeededBudgetScheduleTest's, over every schedule
+  private final long startMillis;
+  private long secondsChecked; // engine seconds whose fleet and calls were checked
+  private long fleetCountedAt = -1; // when Redis had counted every client (the end of the warm-up)
+  private RedisRetryBudget.Learned[] learnedBefore; // what each budget knew before it could hear the whole fleet
+  private long[] callsBefore; // and the calls it had sent
+  private long ceilingKnownSince = Long.MAX_VALUE; // every budget knows the fleet and the call ceiling in force
+  private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
+  long firstAttempts;
+  long asks;
+  long fromRedis; // GRANTED: a permit Redis handed out
+  long fromFallback; // GRANTED_FALLBACK
+  long maxRatioPpm;
+  long maxFloor;
+  final Map<BudgetDecision.Reason, Integer> reasons = new TreeMap<>();
+
+  ScheduleHistory(FakeEngine engine, int clients, long callTimeout, Map<String, long[]> callsKnown) {
+    this.callTimeout = callTimeout;
+    this.engine = engine;
+    this.clients = clients;
+    this.callsKnown = callsKnown;
+    this.startMillis = engine.millis();
+  }
+
+  long grants() {
+    return fromRedis + fromFallback;
+  }
+
+  void configure(SplittableRandom r, ModelStore store) {
+    long[] ratios = {50_000, 100_000, 200_000, 300_000};
+    int[] windows = {1, 2, 5, 10, 60, 3600};
+    int[] ceilings = {10, 100, 2_000};
+    store.configure(ratios[r.nextInt(4)], windows[r.nextInt(windows.length)], r.nextInt(3), ceilings[r.nextInt(3)]);
+    maxRatioPpm = Math.max(Math.max(maxRatioPpm, store.ratioPpm), 100_000); // the seed's too
+    maxFloor = Math.max(maxFloor, store.minRetriesPerSecond);
+    ceilingKnownSince = Long.MAX_VALUE;
+  }
+
+  void ask(RedisRetryBudget b) {
+    long at = engine.millis();
+    asks++;
+    CompletableFuture<BudgetDecision> d = b.acquire().toCompletableFuture();
+    long[] entry = {at, -1};
+    open.add(entry);
+    d.thenAccept(decision -> {
+      entry[1] = engine.millis();
+      reasons.merge(decision.reason(), 1, Integer::sum);
+      switch (decision.reason()) {
+        case GRANTED -> fromRedis++;
+        case GRANTED_FALLBACK -> fromFallback++;
+        default -> { }
+      }
+    });
+    check();
+  }
+
+  void check() {
+    long now = engine.millis();
+    open.removeIf(e -> {
+      long doneAt = e[1];
+      assertTrue(doneAt >= 0 ? doneAt - e[0] <= callTimeout + 10 : now - e[0] <= callTimeout + 10,
+          () -> "an acquire outlived the call timeout + 10 ms: asked at " + e[0] + ", " + (doneAt >= 0 ? "answered at " + doneAt
+              : "open at " + now));
+      return doneAt >= 0;
+    });
+    ModelStore s = engine.store;
+    assertTrue(s.requestsCounted <= firstAttempts, () -> "first attempts counted twice: " + s.requestsCounted
+        + " in Redis of " + firstAttempts);
+    assertTrue(s.fallbackRetriesReported <= fromFallback, () -> "fallback grants counted twice: " + s.fallbackRetriesReported
+        + " reported of " + fromFallback);
+    assertTrue(fromRedis <= s.permitsGranted, () -> "a permit from Redis used twice (counted twice): " + fromRedis
+        + " used of " + s.permitsGranted);
+    int n = engine.budgets.size();
+    double seconds = (now - startMillis) / 1000.0 + 1;
+    double model = maxRatioPpm / 1e6 * firstAttempts + maxFloor * seconds;
+    double fallbackShare = maxRatioPpm / 1e6 * firstAttempts + maxFloor * seconds * n + n;
+    assertTrue(grants() <= model + fallbackShare + 1, () -> "grants " + grants() + " (" + fromRedis + " from Redis, "
+        + fromFallback + " from the fallback) over the model's " + model + " plus the fallback's share " + fallbackShare);
+    while (secondsChecked < now / 1000) {
+      checkSecond(secondsChecked++);
+    }
+  }
+
+  private boolean withinTenPercent(long estimate) {
+    return Math.abs(estimate - clients) <= 0.1 * clients;
+  }
+
+  /**
+   * The fleet's size and the calls of second {@code s} (just ended). The warm-up ends when Redis has
+   * counted every client: a client is counted by its first call Redis applies, and before that nobody
+   * can know it (the last phase, every call applied, bounds the warm-up: {@link #assertFleetLearned}).
+   * From then on Redis's estimate is within ±10 % at every second, whatever the window, ceiling or
+   * epoch; a budget knows it from its first reply that arrives more than two flush timeouts later (a
+   * reply comes within that or never, so it answers a call applied after the warm-up). Once every budget
+   * knows the fleet and the call ceiling C in force, the calls Redis runs in each second after the next
+   * one (the flushes the budgets scheduled before they knew) are at most C.
+   */
+  private void checkSecond(long s) {
+    ModelStore store = engine.store;
+    long now = engine.millis();
+    if (fleetCountedAt < 0 && store.fleetEstimate() >= clients) {
+      fleetCountedAt = now;
+    }
+    if (fleetCountedAt >= 0) {
+      long estimate = store.fleetEstimate();
+      assertTrue(withinTenPercent(estimate), () -> "Redis's fleet estimate " + estimate + " for " + clients
+          + " clients at second " + s + " (every client counted at " + fleetCountedAt + " ms)");
+    }
+    List<RedisRetryBudget> budgets = engine.budgets;
+    if (learnedBefore == null && fleetCountedAt >= 0 && now > fleetCountedAt + 2 * store.flushTimeoutMillis()) {
+      learnedBefore = new RedisRetryBudget.Learned[budgets.size()];
+      callsBefore = new long[budgets.size()];
+      for (int i = 0; i < budgets.size(); i++) {
+        learnedBefore[i] = budgets.get(i).learned();
+        callsBefore[i] = budgets.get(i).callsSent();
+      }
+    }
+    boolean ceilingKnown = learnedBefore != null;
+    for (int i = 0; learnedBefore != null && i < budgets.size(); i++) {
+      RedisRetryBudget.Learned l = budgets.get(i).learned();
+      if (l != learnedBefore[i]) {
+        int budget = i;
+        assertTrue(withinTenPercent(l.activeClients()), () -> "budget " + budget + " estimates the fleet at "
+            + l.activeClients() + " clients of " + clients + " at second " + s);
+      }
+      ceilingKnown &= l != learnedBefore[i] && l.maxCallsPerSecond() == store.maxCallsPerSecond;
+    }
+    long ceiling = store.maxCallsPerSecond;
+    ceilingKnownSince = ceilingKnown ? Math.min(ceilingKnownSince, now) : Long.MAX_VALUE;
+    Long calls = store.runPerSecond.remove(s);
+    if (s * 1000 - 1000 >= ceilingKnownSince) {
+      long run = calls == null ? 0 : calls;
+      assertTrue(run <= 2 * ceiling, () -> run + " calls in second " + s + " over twice the ceiling of " + ceiling
+          + " a second (" + clients + " clients, known since " + ceilingKnownSince + " ms)");
+      // (the fleets of 20 to 40 together: each alone has too few seconds for its average to mean much)
+      String fleet = clients < 20 ? Integer.toString(clients) : "20-40";
+      long[] t = callsKnown.computeIfAbsent(String.format("%5s clients at C = %4d", fleet, ceiling), k -> new long[3]);
+      t[0]++;
+      t[1] += run;
+      t[2] = Math.max(t[2], run);
+    }
+  }
+
+  /** At the end: Redis has counted every client, and every budget that called Redis since knows the fleet's size. */
+  void assertFleetLearned() {
+    assertTrue(fleetCountedAt >= 0, () -> "Redis counted " + engine.store.fleetEstimate() + " of " + clients + " clients");
+    assertTrue(learnedBefore != null, "no budget heard the whole fleet's size");
+    for (int i = 0; i < engine.budgets.size(); i++) {
+      RedisRetryBudget b = engine.budgets.get(i);
+      int budget = i;
+      // (an idle healthy budget calls Redis for nothing: it learns at its next call)
+      assertTrue(withinTenPercent(b.learned().activeClients()) || b.callsSent() == callsBefore[i], () -> "budget "
+          + budget + " " + b + " estimates the fleet at " + b.learned().activeClients() + " of " + clients + " after "
+          + (b.callsSent() - callsBefore[budget]) + " calls since every client was counted (at " + fleetCountedAt
+          + " ms, now " + engine.millis() + " ms)");
+    }
+  }
+}
