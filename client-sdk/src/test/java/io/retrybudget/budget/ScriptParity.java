@@ -2,10 +2,10 @@ package io.retrybudget.budget;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.retrybudget.budget.redis.BudgetCall;
-import io.retrybudget.budget.redis.BudgetKeys;
-import io.retrybudget.budget.redis.BudgetReply;
-import io.retrybudget.budget.redis.LuaScript;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.LuaScript;
 import io.retrybudget.testing.RespClient;
 import java.io.IOException;
 import java.io.UncheckedIOException;
