@@ -54,6 +54,7 @@ final class ModelStore implements FleetRegistry.Port {
   private long paceExpiresAt = Long.MAX_VALUE; // the pace key's PX: two windows after the call that wrote it
   private FleetCount fleet; // the clients hash's record ''
   private final Map<String, Long> countedIn = new HashMap<>(); // client id -> the fleet epoch it was last counted in
+  private long lastNewClientAt = -1;
   private long redisClockAhead;
   private Mirror mirror;
 
@@ -84,6 +85,16 @@ final class ModelStore implements FleetRegistry.Port {
   /** Redis's time now, ms. */
   long redisMillis() {
     return clock.getAsLong() + redisClockAhead;
+  }
+
+  /** Redis's time (ms) when the last client not counted before had its first call applied. */
+  long lastNewClientAt() {
+    return lastNewClientAt;
+  }
+
+  /** How many distinct clients have had a call applied (counted in some epoch). */
+  int clientsEverCounted() {
+    return countedIn.size();
   }
 
   /** The fleet's size a call would be told now (budget.lua's active_clients, before counting its caller). */
@@ -146,6 +157,9 @@ final class ModelStore implements FleetRegistry.Port {
     }
     long epoch = FleetCount.epochOf(now);
     fleet = FleetCount.read(fleet, epoch);
+    if (!countedIn.containsKey(clientId)) {
+      lastNewClientAt = now;
+    }
     if (!Long.valueOf(epoch).equals(countedIn.put(clientId, epoch))) {
       fleet = fleet.counted();
     }

@@ -48,8 +48,9 @@ class SeededBudgetScheduleTest {
     long started = System.nanoTime();
     long cpuStarted = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
     long steps = 0;
-    long first = seedProperty >= 0 ? seedProperty : 0;
-    long end = seedProperty >= 0 ? seedProperty + 1 : schedules;
+    long firstSeed = Long.getLong("firstSeed", 0); // -DfirstSeed=S -Dschedules=N: seeds S .. S+N-1 (split long runs)
+    long first = seedProperty >= 0 ? seedProperty : firstSeed;
+    long end = seedProperty >= 0 ? seedProperty + 1 : firstSeed + schedules;
     double[] slow = new double[2];
     for (long seed = first; seed < end; seed++) {
       try {
