@@ -175,7 +175,9 @@ final class ScheduleHistory {
       return;
     }
     assertTrue(fleetCountedAt >= 0, () -> "Redis counted " + store.clientsEverCounted() + " of " + clients
-        + " clients, estimating " + store.fleetEstimate());
+        + " clients, estimating " + store.fleetEstimate() + "; the budgets' calls sent: "
+        + engine.budgets.stream().map(b -> b.callsSent() + (b.isDegraded() ? "D" : b.isSlow() ? "S" : ""))
+            .collect(java.util.stream.Collectors.joining(",")));
     assertTrue(learnedBefore != null, "no budget heard the whole fleet's size");
     for (int i = 0; i < engine.budgets.size(); i++) {
       RedisRetryBudget b = engine.budgets.get(i);
