@@ -26,6 +26,7 @@ final class ScheduleHistory {
   private long[] callsBefore; // and the calls it had sent
   private long ceilingKnownSince = Long.MAX_VALUE; // every budget knows the fleet and the call ceiling in force
   private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
+  private long[] own = new long[0]; // each budget's first attempts so far (SeededBudgetScheduleTest's array)
   long firstAttempts;
   long asks;
   long fromRedis; // GRANTED: a permit Redis handed out
@@ -101,6 +102,26 @@ final class ScheduleHistory {
     }
   }
 
+  /** The array the schedule counts each budget's first attempts in. */
+  void traffic(long[] ownFirstAttempts) {
+    this.own = ownFirstAttempts;
+  }
+
+  /**
+   * The clients Redis can count: all but those with no first attempt yet whose calls (the hello) never
+   * reached it. Such a client sends nothing more until it has traffic: nobody can count it, and it costs
+   * Redis nothing (seed 19269: one of 39 budgets got no first attempt in 32 s, and its hello was lost).
+   */
+  private long countable() {
+    long absent = 0;
+    for (int i = 0; i < own.length && i < engine.budgets.size(); i++) {
+      if (own[i] == 0 && !engine.budgets.get(i).heardFromRedis()) {
+        absent++;
+      }
+    }
+    return clients - absent;
+  }
+
   private boolean withinTenPercent(long estimate) {
     return Math.abs(estimate - clients) <= 0.1 * clients;
   }
@@ -122,7 +143,7 @@ final class ScheduleHistory {
     // client whose first call lands just after an epoch's start is counted there alone until the
     // others call again in that epoch (within one flush interval), so "every client in one count" is
     // not a point every schedule reaches (seed 11767 of the 1,000,000: 39 of 40 to its end)
-    if (fleetCountedAt < 0 && store.clientsEverCounted() >= clients && withinTenPercent(store.fleetEstimate())) {
+    if (fleetCountedAt < 0 && store.clientsEverCounted() >= countable() && withinTenPercent(store.fleetEstimate())) {
       fleetCountedAt = now;
     }
     if (fleetCountedAt >= 0) {
@@ -154,8 +175,13 @@ final class ScheduleHistory {
     Long calls = store.runPerSecond.remove(s);
     if (s * 1000 - 1000 >= ceilingKnownSince) {
       long run = calls == null ? 0 : calls;
-      assertTrue(run <= 2 * ceiling, () -> run + " calls in second " + s + " over twice the ceiling of " + ceiling
-          + " a second (" + clients + " clients, known since " + ceilingKnownSince + " ms)");
+      // a hard bound for one second, the average (at most C) being checked over all schedules: the
+      // clients' flushes fall at independent phases, so a second's count is a sum of independent
+      // 0-or-1 terms with mean at most 0.9 C (39 clients at C = 10: mean 9, variance about 7). Twice C
+      // is reached by chance (seed 512088: 21 at C = 10); 3 C is 8 standard deviations out at C = 10
+      // and further at C = 100 and 2,000, so only calls in step (a defect) reach it
+      assertTrue(run <= 3 * ceiling, () -> run + " calls in second " + s + " over three times the ceiling of "
+          + ceiling + " a second (" + clients + " clients, known since " + ceilingKnownSince + " ms)");
       // (the fleets of 20 to 40 together: each alone has too few seconds for its average to mean much)
       String fleet = clients < 20 ? Integer.toString(clients) : "20-40";
       long[] t = callsKnown.computeIfAbsent(String.format("%5s clients at C = %4d", fleet, ceiling), k -> new long[3]);
@@ -168,7 +194,7 @@ final class ScheduleHistory {
   /** At the end: Redis has counted every client, and every budget that called Redis since knows the fleet's size. */
   void assertFleetLearned() {
     ModelStore store = engine.store;
-    if (fleetCountedAt < 0 && store.clientsEverCounted() >= clients
+    if (fleetCountedAt < 0 && store.clientsEverCounted() >= countable()
         && store.redisMillis() - store.lastNewClientAt() < 1_000) {
       // the last client's first call was applied in the schedule's last second (after it spent the
       // fault phase degraded): the warm-up could not end; nothing after it to check
@@ -182,8 +208,9 @@ final class ScheduleHistory {
     for (int i = 0; i < engine.budgets.size(); i++) {
       RedisRetryBudget b = engine.budgets.get(i);
       int budget = i;
-      // (an idle healthy budget calls Redis for nothing: it learns at its next call)
-      assertTrue(withinTenPercent(b.learned().activeClients()) || b.callsSent() == callsBefore[i], () -> "budget "
+      // (an idle healthy budget calls Redis for nothing: it learns at its next call; a budget none of
+      // whose later calls came back, lost or still in flight at the end, has learned nothing since)
+      assertTrue(withinTenPercent(b.learned().activeClients()) || b.learned() == learnedBefore[i], () -> "budget "
           + budget + " " + b + " estimates the fleet at " + b.learned().activeClients() + " of " + clients + " after "
           + (b.callsSent() - callsBefore[budget]) + " calls since every client was counted (at " + fleetCountedAt
           + " ms, now " + engine.millis() + " ms)");

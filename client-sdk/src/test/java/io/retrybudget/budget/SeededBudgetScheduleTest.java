@@ -101,7 +101,7 @@ class SeededBudgetScheduleTest {
 
   /**
    * Once the fleet is known, the calls Redis runs average at most the ceiling C a second, over every
-   * such second of the schedules of one fleet size and ceiling (no second of one above 2 C: checked after
+   * such second of the schedules of one fleet size and ceiling (no second of one above 3 C: checked after
    * every step). One second alone can hold more: each client's flushes and asks come at random phases,
    * and 7 clients at C = 10, 8.8 calls a second on average, ran up to 18 in one. Over 10,000 schedules
    * the busiest averages were 9.16 (20 to 40 clients at C = 10) and 8.84 (8 clients); before a flush's
@@ -172,6 +172,7 @@ class SeededBudgetScheduleTest {
       budgets.add(engine.budget(seedConfig));
     }
     long[] own = new long[n];
+    h.traffic(own);
     // regimes of replies, each for a random time
     Delivery[] regime = {Delivery.FAST};
     store.faults(() -> delivery(r, regime[0] == null ? Delivery.values()[r.nextInt(5)] : regime[0], flushTimeout));
