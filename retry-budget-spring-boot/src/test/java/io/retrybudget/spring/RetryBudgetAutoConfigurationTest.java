@@ -114,8 +114,10 @@ class RetryBudgetAutoConfigurationTest {
       // the permit request carries the first attempt; the client may still be connecting (it connects
       // in the background after the connect timeout), and until then the fallback answers
       long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(15);
+      long deniedWhileConnecting = 0;
       boolean granted = payments.acquireBlocking().granted();
       while (!granted && System.nanoTime() < until) {
+        deniedWhileConnecting++;
         granted = payments.acquireBlocking().granted();
       }
       assertTrue(granted);
@@ -130,7 +132,11 @@ class RetryBudgetAutoConfigurationTest {
       assertEquals(30, one.get("window_seconds"));
       assertEquals(5, one.get("min_retries_per_second"));
       assertEquals(1.0, one.get("retry_ratio"), "1 retry for 1 first attempt");
-      assertEquals(0L, one.get("denied"));
+      // the asks the fallback denied while the client connected are reported too (CI saw 382,026 on a
+      // loaded machine); none other may be
+      long denied = (Long) one.get("denied");
+      assertTrue(denied >= 0 && denied <= deniedWhileConnecting,
+          "denied " + denied + " of " + deniedWhileConnecting + " asks made while connecting");
       assertEquals(1L, one.get("active_clients"));
       assertEquals(false, one.get("exhausted"));
       // paced: the floor of 5 a second saves up half a second, 2.5 permits; one spent, and the floor
