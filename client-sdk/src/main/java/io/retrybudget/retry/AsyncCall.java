@@ -150,6 +150,7 @@ final class AsyncCall<T> {
       listeners.onAttempt(attempt.number);
     }
     if (!stillRunning(attempt)) {
+      listeners.onAttemptSent(attempt.number);
       return; // a listener (a client-side limiter, say) or another thread ended the call: send nothing
     }
     CompletableFuture<T> future;
@@ -161,6 +162,7 @@ final class AsyncCall<T> {
     } catch (Throwable t) {
       future = CompletableFuture.failedFuture(t);
     }
+    listeners.onAttemptSent(attempt.number);
     List<Action> timeout = new ArrayList<>(1);
     boolean kept;
     synchronized (state) {

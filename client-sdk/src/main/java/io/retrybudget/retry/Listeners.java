@@ -77,6 +77,16 @@ final class Listeners {
     }
   }
 
+  void onAttemptSent(int attempt) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onAttemptSent(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
   void onAttemptEnded(int attempt, Object result, Throwable failure) {
     for (int i = 0; i < all.length; i++) {
       try {

@@ -196,6 +196,7 @@ public final class RetryExecutor implements AutoCloseable {
     } catch (Throwable t) {
       first = CompletableFuture.failedFuture(t);
     }
+    listeners.onAttemptSent(1);
     T value = null;
     RetryPlanner.Verdict verdict = null;
     double draw = 0;

@@ -12,7 +12,7 @@ import io.retrybudget.budget.BudgetDecision;
  * call's events itself. One that does (a trace that parents attempt spans to a call span) returns a
  * listener of its own for each call from {@link #onCallStart()}: that call's events go to it, and
  * never to another call's. The order within a call: {@code onCallStart}; then per attempt
- * {@code onAttempt} (or {@code onHedge}) and {@code onAttemptEnded}; between rounds
+ * {@code onAttempt} (or {@code onHedge}), {@code onAttemptSent} and {@code onAttemptEnded}; between rounds
  * {@code onRetryScheduled} or {@code onBudgetDenied}; {@code onOutcome} last, once. On the asynchronous path
  * the events of one call come from several threads, and with hedging two of them may run at once
  * (a hedge sent while the first attempt's answer is told; a hedge sent as the call ends, told after
@@ -35,6 +35,16 @@ public interface RetryListener {
 
   /** An attempt starts; {@code attempt} is 1 for the first. */
   default void onAttempt(int attempt) {}
+
+  /**
+   * The attempt function of attempt {@code attempt} returned, on the thread that told
+   * {@link #onAttempt} (or {@link #onHedge}) just before: for a synchronous call the attempt has
+   * run, for an asynchronous one its stage is out. It follows every {@code onAttempt} and
+   * {@code onHedge}, also when the attempt was not sent after all (the call ended meanwhile), so a
+   * listener may make something current on the thread in {@code onAttempt} (a span, for the client
+   * library's own instrumentation to nest in) and undo it here.
+   */
+  default void onAttemptSent(int attempt) {}
 
   /**
    * Attempt {@code attempt} (a retry or hedge included) answered, failed or timed out, and its

@@ -63,6 +63,7 @@ final class SyncCall {
         } catch (Throwable t) {
           failure = t;
         }
+        listeners.onAttemptSent(attempt);
         listeners.onAttemptEnded(attempt, value, failure);
         if (failure != null && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted())) {
           // the caller interrupted this thread (a ClosedByInterruptException, say): no predicate may retry

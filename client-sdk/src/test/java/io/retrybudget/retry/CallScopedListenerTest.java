@@ -47,6 +47,11 @@ class CallScopedListenerTest {
     }
 
     @Override
+    public void onAttemptSent(int attempt) {
+      events.add("sent " + attempt);
+    }
+
+    @Override
     public void onAttemptEnded(int attempt, Object result, Throwable failure) {
       events.add("ended " + attempt + " " + (failure != null ? failure.getClass().getSimpleName() : result));
     }
@@ -85,9 +90,9 @@ class CallScopedListenerTest {
     }));
     assertEquals("ok", x.call(() -> "ok"));
     assertEquals(2, perCall.calls.size(), "one listener per call");
-    assertEquals(List.of("attempt 1", "ended 1 IOException", "retry 2", "attempt 2", "ended 2 503", "retry 3",
-        "attempt 3", "ended 3 ok", "SUCCESS 3"), perCall.calls.get(0).events);
-    assertEquals(List.of("attempt 1", "ended 1 ok", "SUCCESS 1"), perCall.calls.get(1).events);
+    assertEquals(List.of("attempt 1", "sent 1", "ended 1 IOException", "retry 2", "attempt 2", "sent 2", "ended 2 503", "retry 3",
+        "attempt 3", "sent 3", "ended 3 ok", "SUCCESS 3"), perCall.calls.get(0).events);
+    assertEquals(List.of("attempt 1", "sent 1", "ended 1 ok", "SUCCESS 1"), perCall.calls.get(1).events);
   }
 
   @Test
@@ -104,8 +109,8 @@ class CallScopedListenerTest {
     time.advance(1_000 * MS);
     later.complete("ok");
     assertEquals("ok", call.join());
-    assertEquals(List.of("attempt 1", "ended 1 503", "retry 2", "attempt 2", "ended 2 IOException", "retry 3",
-        "attempt 3", "ended 3 ok", "SUCCESS 3"), perCall.calls.get(0).events);
+    assertEquals(List.of("attempt 1", "sent 1", "ended 1 503", "retry 2", "attempt 2", "sent 2", "ended 2 IOException", "retry 3",
+        "attempt 3", "sent 3", "ended 3 ok", "SUCCESS 3"), perCall.calls.get(0).events);
   }
 
   @Test
@@ -116,12 +121,12 @@ class CallScopedListenerTest {
         () -> 0L);
     RetryExecutor x = executor(perCall).budget(none).build();
     assertThrows(RetryBudgetExhaustedException.class, () -> x.call(() -> "503"));
-    assertEquals(List.of("attempt 1", "ended 1 503", "denied exhausted", "BUDGET_EXHAUSTED 1"),
+    assertEquals(List.of("attempt 1", "sent 1", "ended 1 503", "denied exhausted", "BUDGET_EXHAUSTED 1"),
         perCall.calls.get(0).events);
     CompletableFuture<String> async = x.callAsync(() -> CompletableFuture.failedFuture(new IOException("down")));
     time.advance(0);
     assertThrows(Exception.class, async::join);
-    assertEquals(List.of("attempt 1", "ended 1 IOException", "denied exhausted", "BUDGET_EXHAUSTED 1"),
+    assertEquals(List.of("attempt 1", "sent 1", "ended 1 IOException", "denied exhausted", "BUDGET_EXHAUSTED 1"),
         perCall.calls.get(1).events);
   }
 
