@@ -20,7 +20,8 @@ import java.util.stream.Stream;
  * {@code io.micrometer.core.instrument} or {@code io.micrometer.observation}); in it, a name is the
  * first string of a meter builder, of a {@code counter/gauge/timer/summary(...)} call (a registry's
  * or a helper's), of {@code Observation.start/createNotStarted}, the key of a {@code .tag(...)}, or
- * any string literal that starts with {@code retry.} (names held in constants or passed on).
+ * any string literal that starts with {@code retry.} (names held in constants or passed on), or a
+ * dotted lower-case {@code static final String} constant ({@code http.request.resend_count}).
  */
 final class MetricNames {
   private static final Pattern BUILDER = Pattern.compile(
@@ -30,6 +31,8 @@ final class MetricNames {
   private static final Pattern OBSERVATION = Pattern.compile("\\bObservation\\s*\\.\\s*(?:start|createNotStarted)\\s*\\(\\s*\"([^\"]+)\"");
   private static final Pattern TAG = Pattern.compile("\\.tags?\\s*\\(\\s*\"([^\"]+)\"");
   private static final Pattern RETRY_LITERAL = Pattern.compile("\"(retry\\.[a-z0-9_.]+)\"");
+  private static final Pattern DOTTED_CONSTANT =
+      Pattern.compile("static\\s+final\\s+String\\s+\\w+\\s*=\\s*\"([a-z][a-z0-9_]*(?:\\.[a-z0-9_]+)+)\"");
   private static final Pattern BACKTICKED = Pattern.compile("`([^`]+)`");
 
   private MetricNames() {}
@@ -44,7 +47,7 @@ final class MetricNames {
           continue;
         }
         String where = repo.relativize(f).toString();
-        for (Pattern p : List.of(BUILDER, CALL, OBSERVATION, TAG, RETRY_LITERAL)) {
+        for (Pattern p : List.of(BUILDER, CALL, OBSERVATION, TAG, RETRY_LITERAL, DOTTED_CONSTANT)) {
           Matcher m = p.matcher(text);
           while (m.find()) {
             names.putIfAbsent(m.group(1), where);

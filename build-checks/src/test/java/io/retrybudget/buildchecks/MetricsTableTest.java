@@ -40,6 +40,7 @@ class MetricsTableTest {
         import io.micrometer.core.instrument.Counter;
         class Meters {
           static final String NAME = "retry.via.constant";
+          static final String KEY = "http.other.key";
           void register(io.micrometer.core.instrument.MeterRegistry r) {
             Counter.builder("retry.new.thing").tag("shard", "a").register(r);
             Counter.builder("other.name").register(r);
@@ -57,6 +58,7 @@ class MetricsTableTest {
         | `retry.gone` | counter |
         """;
     assertEquals(List.of(
+        "`http.other.key` (mod/src/main/java/x/Meters.java) is not in docs/METRICS.md",
         "`other.name` (mod/src/main/java/x/Meters.java) is not in docs/METRICS.md",
         "`retry.via.constant` (mod/src/main/java/x/Meters.java) is not in docs/METRICS.md",
         "docs/METRICS.md lists `retry.gone`, which no main source names"), MetricNames.problems(repo, table));
