@@ -86,6 +86,12 @@ public final class LocalRetryBudget implements RetryBudget {
     return available;
   }
 
+  /** {@link #available()}: this process's own balance now. */
+  @Override
+  public java.util.OptionalLong remainingPermits() {
+    return java.util.OptionalLong.of(available());
+  }
+
   /** First attempts, retries and refusals in the current window. */
   public synchronized long[] windowCounts() {
     long now = millisClock.getAsLong();

@@ -59,6 +59,7 @@ final class RedisRetryBudget implements RetryBudget {
   private volatile boolean closed;
   // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
   private volatile Learned learned;
+  private volatile long remaining = -1; // the paced balance's whole permits in Redis's last applied reply; -1: none yet
   private final ConfigInForce configInForce;
 
   /**
@@ -265,6 +266,7 @@ final class RedisRetryBudget implements RetryBudget {
     pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
     return port.budget(c, sequence).thenApply(reply -> {
       if (reply.applied()) {
+        remaining = Math.max(0, reply.remaining());
         Learned told = Learned.of(reply);
         Learned before = learned;
         learned = told;
@@ -322,6 +324,12 @@ final class RedisRetryBudget implements RetryBudget {
       flushInFlight.set(false);
       return DONE;
     }
+  }
+
+  @Override
+  public java.util.OptionalLong remainingPermits() {
+    long r = remaining;
+    return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
   }
 
   @Override

@@ -1,6 +1,7 @@
 package io.retrybudget.budget;
 
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -46,6 +47,18 @@ public interface RetryBudget extends AutoCloseable {
    */
   default Optional<BudgetConfig> configInForce() {
     return Optional.empty();
+  }
+
+  /**
+   * The remaining budget: extra attempts the budget could grant now (its paced balance's whole
+   * permits), as this client last learned it. For a budget in Redis, what Redis's last applied reply
+   * to this client said (a flush or a permit request: at most a flush interval old while the client
+   * is busy; the fleet's balance, not a share of it); for a local budget, its own balance now. Empty
+   * until known (a Redis budget that has not heard from Redis yet, or a budget that cannot tell).
+   * For gauges and diagnostics: a decision is {@link #acquire()}'s, never this.
+   */
+  default OptionalLong remainingPermits() {
+    return OptionalLong.empty();
   }
 
   /** True while decisions come from the fallback because the shared store is unreachable. */

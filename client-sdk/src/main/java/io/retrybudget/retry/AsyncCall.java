@@ -22,21 +22,23 @@ import java.util.function.Supplier;
  */
 final class AsyncCall<T> {
   private final RetryExecutor x;
+  private final Listeners listeners; // this call's: the executor's own unless one keeps state per call
   private final Supplier<? extends CompletionStage<T>> supplier; // the attempts, when they take no context
   private final Function<AttemptContext, ? extends CompletionStage<T>> function; // or when they do
   private final AttemptContext first;
   private final CallState<T> state;
   final CallFuture<T> result = new CallFuture<>(this);
 
-  AsyncCall(RetryExecutor x, RetryPolicy policy, RetryPlanner planner, Supplier<? extends CompletionStage<T>> supplier,
-      Function<AttemptContext, ? extends CompletionStage<T>> function, AttemptContext first, long start,
-      CompletableFuture<T> firstFuture) {
+  AsyncCall(RetryExecutor x, Listeners listeners, RetryPolicy policy, RetryPlanner planner,
+      Supplier<? extends CompletionStage<T>> supplier, Function<AttemptContext, ? extends CompletionStage<T>> function,
+      AttemptContext first, long start, CompletableFuture<T> firstFuture) {
     this.x = x;
+    this.listeners = listeners;
     this.supplier = supplier;
     this.function = function;
     this.first = first != null ? first : new AttemptContext(null, x.nanoClock);
     this.state = new CallState<>(policy, planner, x.hedging, x.budget != null ? x.budget.name() : null,
-        this.first, start, firstFuture);
+        this.first, start, firstFuture, !listeners.isEmpty());
   }
 
   /** @param verdict non-null when the first attempt answered at once with a result the policy retries */
@@ -86,7 +88,7 @@ final class AsyncCall<T> {
     } else if (action instanceof CallState.Complete c) {
       x.liveCalls.remove(this);
       boolean ours = result.finish((T) c.value(), c.failure());
-      x.listeners.onOutcome(ours ? c.outcome() : RetryOutcome.CANCELLED, c.attempts());
+      listeners.onOutcome(ours ? c.outcome() : RetryOutcome.CANCELLED, c.attempts());
     } else if (action instanceof CallState.CancelAttempt c) {
       c.future().cancel(true);
     } else if (action instanceof CallState.CancelTimer c) {
@@ -97,10 +99,14 @@ final class AsyncCall<T> {
       askBudget(a.forHedge(), a.round());
     } else if (action instanceof CallState.Notify n) {
       switch (n.kind()) {
-        case RETRY_SCHEDULED -> x.listeners.onRetryScheduled(n.number(), n.delayNanos(), (Throwable) n.detail());
-        case BUDGET_DENIED -> x.listeners.onBudgetDenied((BudgetDecision) n.detail());
-        case HEDGE_DENIED -> x.listeners.onHedgeDenied((BudgetDecision) n.detail());
-        case HEDGE_WON -> x.listeners.onHedgeWon(n.number());
+        case RETRY_SCHEDULED -> listeners.onRetryScheduled(n.number(), n.delayNanos(), (Throwable) n.detail());
+        case BUDGET_DENIED -> listeners.onBudgetDenied((BudgetDecision) n.detail());
+        case HEDGE_DENIED -> listeners.onHedgeDenied((BudgetDecision) n.detail());
+        case HEDGE_WON -> listeners.onHedgeWon(n.number());
+        case ATTEMPT_ENDED -> {
+          CallState.AttemptDone d = (CallState.AttemptDone) n.detail();
+          listeners.onAttemptEnded(n.number(), d.value(), d.failure());
+        }
       }
     } else {
       throw new IllegalArgumentException("unknown action " + action);
@@ -139,11 +145,12 @@ final class AsyncCall<T> {
       return;
     }
     if (attempt.hedge) {
-      x.listeners.onHedge(attempt.number);
+      listeners.onHedge(attempt.number);
     } else {
-      x.listeners.onAttempt(attempt.number);
+      listeners.onAttempt(attempt.number);
     }
     if (!stillRunning(attempt)) {
+      listeners.onAttemptSent(attempt.number);
       return; // a listener (a client-side limiter, say) or another thread ended the call: send nothing
     }
     CompletableFuture<T> future;
@@ -155,6 +162,7 @@ final class AsyncCall<T> {
     } catch (Throwable t) {
       future = CompletableFuture.failedFuture(t);
     }
+    listeners.onAttemptSent(attempt.number);
     List<Action> timeout = new ArrayList<>(1);
     boolean kept;
     synchronized (state) {

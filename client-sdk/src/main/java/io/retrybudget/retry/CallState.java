@@ -112,7 +112,7 @@ final class CallState<T> {
 
   /** Tell the listeners. */
   record Notify(Kind kind, int number, long delayNanos, Object detail) implements Action {
-    enum Kind { RETRY_SCHEDULED, BUDGET_DENIED, HEDGE_DENIED, HEDGE_WON }
+    enum Kind { RETRY_SCHEDULED, BUDGET_DENIED, HEDGE_DENIED, HEDGE_WON, ATTEMPT_ENDED }
   }
 
   /** What a test sees of the state. */
@@ -127,6 +127,7 @@ final class CallState<T> {
   private final AttemptContext first; // the call's key lives here
   private final long start;
   private final CompletableFuture<T> firstFuture;
+  private final boolean reportAttempts; // tell listeners each attempt's end (only when there are listeners)
 
   // ---- state -------------------------------------------------------------------------------
   private Phase phase = Phase.NEW;
@@ -145,6 +146,13 @@ final class CallState<T> {
 
   CallState(RetryPolicy policy, RetryPlanner planner, HedgePolicy hedging, String budgetName, AttemptContext first,
       long start, CompletableFuture<T> firstFuture) {
+    this(policy, planner, hedging, budgetName, first, start, firstFuture, false);
+  }
+
+  /** @param reportAttempts whether each accepted attempt answer adds a {@code Notify(ATTEMPT_ENDED)} */
+  CallState(RetryPolicy policy, RetryPlanner planner, HedgePolicy hedging, String budgetName, AttemptContext first,
+      long start, CompletableFuture<T> firstFuture, boolean reportAttempts) {
+    this.reportAttempts = reportAttempts;
     this.policy = policy;
     this.planner = planner;
     this.hedging = hedging;
@@ -201,14 +209,15 @@ final class CallState<T> {
         out.add(new Schedule(deadline, start + policy.deadline().toNanos(), new DeadlineReached(deadline)));
       }
       if (e.verdict() != null) {
-        attemptDone(new AttemptDone(firstAttempt, e.value(), null, e.verdict(), e.random(), false), out, now);
+        // its end was told already, by the runner that judged it
+        attemptDone(new AttemptDone(firstAttempt, e.value(), null, e.verdict(), e.random(), false), out, now, false);
         return;
       }
       armTimeout(out, firstAttempt);
       out.add(new Watch(firstAttempt));
       armHedge(out, now);
     } else if (event instanceof AttemptDone e) {
-      attemptDone(e, out, now);
+      attemptDone(e, out, now, reportAttempts);
     } else if (event instanceof BudgetAnswered e) {
       if (e.forHedge()) {
         hedgeAnswered(e, out, now);
@@ -259,10 +268,13 @@ final class CallState<T> {
   }
 
   @SuppressWarnings("unchecked")
-  private void attemptDone(AttemptDone e, List<Action> out, long now) {
+  private void attemptDone(AttemptDone e, List<Action> out, long now, boolean report) {
     Attempt<T> attempt = (Attempt<T>) e.attempt();
     if (phase != Phase.RUNNING || !running.remove(attempt)) {
       return; // cut by its timeout already, a loser cancelled, or of a round that has ended
+    }
+    if (report) {
+      out.add(new Notify(Notify.Kind.ATTEMPT_ENDED, attempt.number, 0, e)); // before what the answer leads to
     }
     if (e.timedOut()) {
       out.add(new CancelAttempt(attempt.future));

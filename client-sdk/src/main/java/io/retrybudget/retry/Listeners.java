@@ -9,7 +9,8 @@ import java.util.logging.Logger;
 /**
  * The listeners of one executor, each isolated: what one throws is caught, logged once for that
  * listener, and changes nothing else (as Failsafe's {@code EventListener.acceptUnchecked}). A loop
- * over an array: nothing is allocated per event.
+ * over an array: nothing is allocated per event. {@link #forCall()} gives the listeners of one call:
+ * this object itself unless a listener keeps state per call ({@link RetryListener#onCallStart()}).
  */
 final class Listeners {
   private static final Logger LOG = Logger.getLogger("io.retrybudget.retry");
@@ -17,8 +18,43 @@ final class Listeners {
   private final AtomicIntegerArray logged;
 
   Listeners(List<RetryListener> listeners) {
-    this.all = listeners.toArray(new RetryListener[0]);
-    this.logged = new AtomicIntegerArray(all.length);
+    this(listeners.toArray(new RetryListener[0]), null);
+  }
+
+  /** One call's listeners; failures are logged once per executor's listener, as by the executor's own. */
+  private Listeners(RetryListener[] all, AtomicIntegerArray logged) {
+    this.all = all;
+    this.logged = logged != null ? logged : new AtomicIntegerArray(all.length);
+  }
+
+  /** Whether no listener is attached (then a call need not prepare what only listeners read). */
+  boolean isEmpty() {
+    return all.length == 0;
+  }
+
+  /**
+   * The listeners of a call that starts now: this object when every listener answers
+   * {@link RetryListener#onCallStart()} with itself (nothing allocated), else a copy holding the
+   * ones made for this call. A listener whose {@code onCallStart} throws observes the call as itself.
+   */
+  Listeners forCall() {
+    RetryListener[] scoped = null;
+    for (int i = 0; i < all.length; i++) {
+      RetryListener own;
+      try {
+        own = all[i].onCallStart();
+      } catch (Throwable t) {
+        failed(i, t);
+        own = all[i];
+      }
+      if (own != all[i]) {
+        if (scoped == null) {
+          scoped = all.clone();
+        }
+        scoped[i] = own != null ? own : RetryListener.NONE;
+      }
+    }
+    return scoped == null ? this : new Listeners(scoped, logged);
   }
 
   private void failed(int i, Throwable t) {
@@ -35,6 +71,26 @@ final class Listeners {
     for (int i = 0; i < all.length; i++) {
       try {
         all[i].onAttempt(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onAttemptSent(int attempt) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onAttemptSent(attempt);
+      } catch (Throwable t) {
+        failed(i, t);
+      }
+    }
+  }
+
+  void onAttemptEnded(int attempt, Object result, Throwable failure) {
+    for (int i = 0; i < all.length; i++) {
+      try {
+        all[i].onAttemptEnded(attempt, result, failure);
       } catch (Throwable t) {
         failed(i, t);
       }

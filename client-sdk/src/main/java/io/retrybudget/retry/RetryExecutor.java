@@ -114,7 +114,7 @@ public final class RetryExecutor implements AutoCloseable {
       return call(idempotencyKey, function);
     }
     if (deadline.isNegative() || deadline.isZero()) {
-      listeners.onOutcome(RetryOutcome.DEADLINE, 0);
+      listeners.forCall().onOutcome(RetryOutcome.DEADLINE, 0);
       throw new AttemptTimeoutException(deadline);
     }
     RetryPolicy capped = policy.withDeadlineAtMost(deadline);
@@ -160,7 +160,7 @@ public final class RetryExecutor implements AutoCloseable {
       return callAsync(idempotencyKey, attempt);
     }
     if (deadline.isNegative() || deadline.isZero()) {
-      listeners.onOutcome(RetryOutcome.DEADLINE, 0);
+      listeners.forCall().onOutcome(RetryOutcome.DEADLINE, 0);
       return CompletableFuture.failedFuture(new AttemptTimeoutException(deadline));
     }
     RetryPolicy capped = policy.withDeadlineAtMost(deadline);
@@ -185,6 +185,7 @@ public final class RetryExecutor implements AutoCloseable {
     if (budget != null) {
       budget.recordFirstAttempt(); // the executor is the only place that counts a call's first attempt
     }
+    Listeners listeners = this.listeners.forCall(); // the executor's own unless one keeps state per call
     listeners.onAttempt(1);
     CompletableFuture<T> first;
     try {
@@ -195,11 +196,13 @@ public final class RetryExecutor implements AutoCloseable {
     } catch (Throwable t) {
       first = CompletableFuture.failedFuture(t);
     }
+    listeners.onAttemptSent(1);
     T value = null;
     RetryPlanner.Verdict verdict = null;
     double draw = 0;
     if (first.isDone() && !first.isCompletedExceptionally()) {
       value = first.join();
+      listeners.onAttemptEnded(1, value, null);
       try {
         verdict = planner.judge(value, null);
         draw = verdict.retryable() ? random.getAsDouble() : 0;
@@ -212,7 +215,7 @@ public final class RetryExecutor implements AutoCloseable {
         return CompletableFuture.completedFuture(value);
       }
     }
-    AsyncCall<T> call = new AsyncCall<>(this, policy, planner, supplier, function, context,
+    AsyncCall<T> call = new AsyncCall<>(this, listeners, policy, planner, supplier, function, context,
         timed ? start : nanoClock.getAsLong(), first);
     liveCalls.add(call);
     call.start(value, verdict, draw);

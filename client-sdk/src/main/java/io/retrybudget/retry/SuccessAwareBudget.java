@@ -158,6 +158,12 @@ public final class SuccessAwareBudget implements RetryBudget {
     return fleet.isSlow();
   }
 
+  /** The fleet budget's: the throttle holds no permits. */
+  @Override
+  public java.util.OptionalLong remainingPermits() {
+    return fleet.remainingPermits();
+  }
+
   /** Closes the fleet budget. */
   @Override
   public void close() {

@@ -21,6 +21,7 @@ final class SyncCall {
       AttemptFunction<T> function, Callable<T> callable) throws Exception {
     int started = 0; // attempts started: what an ERROR outcome reports
     boolean reported = false; // whether the outcome has been told (then what follows is only rethrown)
+    Listeners listeners = x.listeners.forCall(); // the executor's own unless one keeps state per call
     try {
       AttemptContext context = function != null ? new AttemptContext(idempotencyKey, x.nanoClock) : null;
       boolean timed = policy.deadline() != null;
@@ -39,11 +40,11 @@ final class SyncCall {
         } else if (Thread.interrupted()) {
           // interrupted while the budget was asked or during a sleep that did not look (a 0 ns one)
           reported = true;
-          x.listeners.onOutcome(RetryOutcome.CANCELLED, started);
+          listeners.onOutcome(RetryOutcome.CANCELLED, started);
           throw new InterruptedException("interrupted between attempts");
         } else if (timed && planner.attemptBudgetNanos(x.nanoClock.getAsLong() - start) <= 0) {
           reported = true;
-          return stop(x, RetryOutcome.DEADLINE, started, value, failure); // woke too late for another attempt
+          return stop(listeners, RetryOutcome.DEADLINE, started, value, failure); // woke too late for another attempt
         }
         if (context != null) {
           if (bounded) {
@@ -53,7 +54,7 @@ final class SyncCall {
             context.startAttempt(attempt);
           }
         }
-        x.listeners.onAttempt(attempt);
+        listeners.onAttempt(attempt);
         value = null;
         failure = null;
         started = attempt;
@@ -62,16 +63,18 @@ final class SyncCall {
         } catch (Throwable t) {
           failure = t;
         }
+        listeners.onAttemptSent(attempt);
+        listeners.onAttemptEnded(attempt, value, failure);
         if (failure != null && (failure instanceof InterruptedException || Thread.currentThread().isInterrupted())) {
           // the caller interrupted this thread (a ClosedByInterruptException, say): no predicate may retry
           // that; an InterruptedException is rethrown as JDK methods do, having cleared the flag
           reported = true;
-          x.listeners.onOutcome(RetryOutcome.CANCELLED, started);
+          listeners.onOutcome(RetryOutcome.CANCELLED, started);
           return stop(failure);
         }
         RetryPlanner.Verdict verdict = planner.judge(value, failure); // the policy's code: what it throws ends the call
         if (verdict == RetryPlanner.Verdict.ACCEPTED) {
-          x.listeners.onOutcome(RetryOutcome.SUCCESS, attempt); // the common case: no clock, no random draw
+          listeners.onOutcome(RetryOutcome.SUCCESS, attempt); // the common case: no clock, no random draw
           return value;
         }
         RetryPlanner.Plan plan = planner.next(verdict, attempt, previousDelay,
@@ -79,7 +82,7 @@ final class SyncCall {
             verdict.retryable() ? x.random.getAsDouble() : 0);
         if (!plan.retry()) {
           reported = true;
-          return stop(x, plan.stop(), attempt, value, failure);
+          return stop(listeners, plan.stop(), attempt, value, failure);
         }
         if (x.budget != null) {
           BudgetDecision decision;
@@ -91,24 +94,24 @@ final class SyncCall {
           switch (planner.afterBudget(decision, timed ? x.nanoClock.getAsLong() - start : 0, plan.delayNanos())) {
             case DENIED: {
               BudgetDecision d = decision != null ? decision : BudgetDecision.DENIED_FALLBACK;
-              x.listeners.onBudgetDenied(d);
+              listeners.onBudgetDenied(d);
               reported = true;
-              x.listeners.onOutcome(RetryOutcome.BUDGET_EXHAUSTED, attempt);
+              listeners.onOutcome(RetryOutcome.BUDGET_EXHAUSTED, attempt);
               throw new RetryBudgetExhaustedException(x.budget.name(), d, failure, value);
             }
             case DEADLINE:
               reported = true;
-              return stop(x, RetryOutcome.DEADLINE, attempt, value, failure); // the budget took the sleep's time
+              return stop(listeners, RetryOutcome.DEADLINE, attempt, value, failure); // the budget took the sleep's time
             default:
               break;
           }
         }
-        x.listeners.onRetryScheduled(attempt + 1, plan.delayNanos(), failure);
+        listeners.onRetryScheduled(attempt + 1, plan.delayNanos(), failure);
         try {
           x.sleeper.sleepNanos(plan.delayNanos());
         } catch (InterruptedException e) {
           reported = true;
-          x.listeners.onOutcome(RetryOutcome.CANCELLED, attempt);
+          listeners.onOutcome(RetryOutcome.CANCELLED, attempt);
           throw e;
         }
         previousDelay = plan.delayNanos();
@@ -116,15 +119,15 @@ final class SyncCall {
     } catch (RuntimeException | Error e) {
       if (!reported) {
         // user code outside the attempt (sleeper, random source, budget, predicate, clock) failed
-        x.listeners.onOutcome(RetryOutcome.ERROR, started);
+        listeners.onOutcome(RetryOutcome.ERROR, started);
       }
       throw e;
     }
   }
 
-  private static <T> T stop(RetryExecutor x, RetryOutcome why, int attempts, T value, Throwable failure)
+  private static <T> T stop(Listeners listeners, RetryOutcome why, int attempts, T value, Throwable failure)
       throws Exception {
-    x.listeners.onOutcome(why, attempts);
+    listeners.onOutcome(why, attempts);
     return failure == null ? value : stop(failure);
   }
 

@@ -129,4 +129,29 @@ class MicrometerRetryMetricsTest {
     slow.set(false);
     assertEquals(0, registry.get("retry.budget.slow").tag("budget", "backend").gauge().value());
   }
+
+  /** The remaining-budget gauge: the budget's whole permits now; NaN while the budget cannot tell. */
+  @Test
+  void budgetAvailableGauge() {
+    // floor 2 a second, no first attempts: the balance holds its cap of one second's refill
+    LocalRetryBudget budget = new LocalRetryBudget(BudgetConfig.builder("backend").ratio(0.1).minRetriesPerSecond(2).build(),
+        () -> 5_000L);
+    MicrometerBudgetMetrics.monitor(registry, budget);
+    double before = registry.get("retry.budget.available").tag("budget", "backend").gauge().value();
+    assertEquals(budget.available(), before);
+    assertTrue(before >= 1, "a budget with a floor has permits: " + before);
+    budget.acquireBlocking();
+    assertEquals(before - 1, registry.get("retry.budget.available").tag("budget", "backend").gauge().value());
+
+    SimpleMeterRegistry other = new SimpleMeterRegistry();
+    io.retrybudget.budget.RetryBudget unknown = new io.retrybudget.budget.RetryBudget() {
+      public String name() { return "unknown"; }
+      public void recordFirstAttempt() {}
+      public io.retrybudget.budget.BudgetDecision acquireBlocking() { return io.retrybudget.budget.BudgetDecision.GRANTED; }
+      public java.util.concurrent.CompletionStage<io.retrybudget.budget.BudgetDecision> acquire() { return null; }
+      public void close() {}
+    };
+    MicrometerBudgetMetrics.monitor(other, unknown);
+    assertTrue(Double.isNaN(other.get("retry.budget.available").tag("budget", "unknown").gauge().value()));
+  }
 }
