@@ -24,7 +24,7 @@ final class ConfigInForce {
   }
 
   /** Keeps what Redis said; says once when it is not the configuration this client was built with. */
-  void learn(RedisRetryBudget.Learned told) {
+  void learn(Learned told) {
     if (told.sameConfig(inForce)) {
       return; // the usual case: nothing allocated
     }
