@@ -6,7 +6,7 @@ import io.retrybudget.budget.BudgetDecision;
  * Hooks for metrics and logs; every method has a no-op default. Called on the executor's threads
  * (and the caller's, for a synchronous call). Attach several with repeated
  * {@link RetryExecutor.Builder#listener} calls: each is isolated, so what one throws is logged once
- * (java.util.logging, logger {@code io.retrybudget.retry}) and never reaches the call or the others.
+ * ({@link System.Logger}, logger {@code io.retrybudget.retry}) and never reaches the call or the others.
  */
 public interface RetryListener {
   RetryListener NONE = new RetryListener() {};
