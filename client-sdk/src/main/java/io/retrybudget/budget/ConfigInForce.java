@@ -1,8 +1,8 @@
 package io.retrybudget.budget;
 
+import java.lang.System.Logger.Level;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
 
 /**
  * The configuration Redis holds for one budget, as a {@link BudgetConfig} (empty until Redis has
@@ -10,7 +10,7 @@ import java.util.logging.Logger;
  */
 final class ConfigInForce {
   // the engine's logger: what users configure for RedisRetryBudget covers this line too
-  private static final Logger LOG = Logger.getLogger(RedisRetryBudget.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisRetryBudget.class.getName());
   private final BudgetConfig seed;
   private volatile BudgetConfig inForce;
   private final AtomicBoolean differenceLogged = new AtomicBoolean();
@@ -24,7 +24,7 @@ final class ConfigInForce {
   }
 
   /** Keeps what Redis said; says once when it is not the configuration this client was built with. */
-  void learn(RedisRetryBudget.Learned told) {
+  void learn(Learned told) {
     if (told.sameConfig(inForce)) {
       return; // the usual case: nothing allocated
     }
@@ -37,7 +37,7 @@ final class ConfigInForce {
     }
     inForce = config;
     if (!config.equals(seed) && differenceLogged.compareAndSet(false, true)) {
-      LOG.info(() -> "budget " + seed.name() + ": Redis already holds another configuration, which is in force: "
+      LOG.log(Level.INFO, () -> "budget " + seed.name() + ": Redis already holds another configuration, which is in force: "
           + config + "; this client was built with " + seed
           + " (the first registration wins; change a budget with the coordinator's PUT /v1/budgets/" + seed.name() + ")");
     }

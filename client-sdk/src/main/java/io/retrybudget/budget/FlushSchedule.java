@@ -61,7 +61,7 @@ final class FlushSchedule {
   }
 
   /** Whether the timer's tick at {@code now} sends a call ({@code evenIfIdle}: a hello asked for). */
-  Due due(long now, boolean evenIfIdle, RedisRetryBudget.Learned l) {
+  Due due(long now, boolean evenIfIdle, Learned l) {
     if (!evenIfIdle && now < nextFlushAt) {
       return Due.NOT_YET; // the fleet's flushes add up to its call ceiling (probes while degraded too)
     }
@@ -81,7 +81,7 @@ final class FlushSchedule {
    * A call went to Redis at {@code now} ({@code permitRequest}: one that asked for permits): it carries
    * the counts, so the next flush is an interval after it.
    */
-  void called(long now, RedisRetryBudget.Learned l, boolean permitRequest) {
+  void called(long now, Learned l, boolean permitRequest) {
     firstCallDeferred = false;
     if (permitRequest) {
       synchronized (permitCalls) {
@@ -99,7 +99,7 @@ final class FlushSchedule {
   }
 
   /** Redis said {@code told}: a higher ceiling or a smaller fleet applies from this call on, not after the longer interval. */
-  void learned(long calledAt, RedisRetryBudget.Learned before, RedisRetryBudget.Learned told) {
+  void learned(long calledAt, Learned before, Learned told) {
     if (interval(told, calledAt) < interval(before, calledAt)) {
       scheduleNext(calledAt, told);
     }
@@ -155,7 +155,7 @@ final class FlushSchedule {
    * learned later (Redis's count lags a fleet that is joining; a degraded budget that never heard
    * from Redis probes at its siblings' interval, not every tick).
    */
-  private long interval(RedisRetryBudget.Learned l, long now) {
+  private long interval(Learned l, long now) {
     long clients = Math.max(l.activeClients(), fleetEstimate.getAsLong());
     return flushIntervalMillis(baseMillis, maxMillis, clients, l.maxCallsPerSecond(), permitCallsPerSecond(now));
   }
@@ -170,7 +170,7 @@ final class FlushSchedule {
    * of ticks after it): without it, an interval under two ticks (6 clients at C = 10: 667 ms; 1,000 at
    * C = 2,000: 556 ms) came round after 500 ms nearly every time, and the fleet flushed at 1.1-1.2 x 0.9 C.
    */
-  private void scheduleNext(long now, RedisRetryBudget.Learned l) {
+  private void scheduleNext(long now, Learned l) {
     long interval = interval(l, now);
     long aim = Math.max(0, interval - baseMillis / 2);
     long wait;

@@ -85,7 +85,7 @@ final class LocalFallback {
    * A decision of the fallback {@code policy} under {@code config}: grants are counted here and
    * reported to Redis with the next call, refusals counted as denied.
    */
-  BudgetDecision decide(long now, FallbackPolicy policy, RedisRetryBudget.Learned config) {
+  BudgetDecision decide(long now, FallbackPolicy policy, Learned config) {
     long next = switch (policy) {
       case ALLOW -> {
         record(now, 0, 1, 0);
@@ -114,7 +114,7 @@ final class LocalFallback {
    * {@link #GRANT}, or for a refusal the ms until the balance pays what is owed and reaches the next
    * threshold at its refill rate ({@link #NO_ESTIMATE} when it does not refill by itself).
    */
-  private synchronized long tryGrant(long now, RedisRetryBudget.Learned config) {
+  private synchronized long tryGrant(long now, Learned config) {
     startOrUpdate(now, config);
     if (debt > 0) {
       debt -= balance.withdraw(debt);
@@ -156,7 +156,7 @@ final class LocalFallback {
    * its balance (what it lacks is owed), so Redis's late grants and the fallback's own add up to the
    * fallback's share, not to more.
    */
-  synchronized void charge(long now, RedisRetryBudget.Learned config) {
+  synchronized void charge(long now, Learned config) {
     startOrUpdate(now, config);
     debt += PPM - balance.withdraw(PPM);
   }
@@ -167,7 +167,7 @@ final class LocalFallback {
    * not its share of the fleet's balance (that may well be spent), and N clients each granting a
    * saved-up permit at once would be a burst of N retries whatever the ratio.
    */
-  private void startOrUpdate(long now, RedisRetryBudget.Learned config) {
+  private void startOrUpdate(long now, Learned config) {
     update(now, config);
     if (!episode) {
       balance.drain();
@@ -181,7 +181,7 @@ final class LocalFallback {
     return Math.max(1, Math.min(PPM, (long) Math.ceil(random.getAsDouble() * PPM)));
   }
 
-  private void update(long now, RedisRetryBudget.Learned config) {
+  private void update(long now, Learned config) {
     long requests = own.requests(now) + pending.requests();
     long clients = config.activeClients();
     long floorPpm = sharesFloor && clients > 0 ? config.minRetriesPerSecond() * PPM / clients : 0;

@@ -86,7 +86,7 @@ final class PermitCache {
   }
 
   /** A grant in time: the permits beyond the one used serve this client's next asks (a lease). */
-  void lease(BudgetReply reply, long now, RedisRetryBudget.Learned l) {
+  void lease(BudgetReply reply, long now, Learned l) {
     hold(reply.granted() - 1, now, leaseMillis(l));
   }
 
@@ -95,7 +95,7 @@ final class PermitCache {
    * kept for the window they were counted in: a client whose Redis is slow asks rarely, and a
    * permit held for one bucket only was dropped before its next ask.
    */
-  void keepLate(BudgetReply late, long now, RedisRetryBudget.Learned l) {
+  void keepLate(BudgetReply late, long now, Learned l) {
     if (BudgetReply.GRANTED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status())) {
       hold(Math.max(1, late.granted()), now, Math.max(l.windowSeconds() * 1000L, leaseMillis(l)));
     } else if (BudgetReply.DENIED.equals(late.status())) {
@@ -104,7 +104,7 @@ final class PermitCache {
   }
 
   /** Redis said "exhausted": the refusal is reused for a while. */
-  void exhausted(long now, BudgetReply reply, RedisRetryBudget.Learned l) {
+  void exhausted(long now, BudgetReply reply, Learned l) {
     nextPermitAt = reply.nextGrantMillis() < 0 ? NO_ESTIMATE : now + reply.nextGrantMillis();
     exhaustedUntil = now + denialCacheMillis(reply, l);
   }
@@ -128,7 +128,7 @@ final class PermitCache {
    * attempts, whichever is more) a second; an ask goes to Redis with probability {@code (C / 3) /
    * that}: always for a fleet that stays under anyway (and for a lone client).
    */
-  long permitsToAsk(RedisRetryBudget.Learned l, double ownAsksPerSecond) {
+  long permitsToAsk(Learned l, double ownAsksPerSecond) {
     double fleetRate = l.activeClients() <= 1 ? 0 : l.activeClients() * ownAsksPerSecond;
     double share = l.maxCallsPerSecond() / (double) ASK_SHARE_DIVISOR;
     if (fleetRate <= share) {
@@ -141,7 +141,7 @@ final class PermitCache {
    * Permits one permit call asks for: what each of the fleet's permit calls (at most C / 3 a
    * second) has to carry for the fleet to get its refill rate G: {@code ceil(3 G / C)}, 1 to 64.
    */
-  static long leaseSize(RedisRetryBudget.Learned l) {
+  static long leaseSize(Learned l) {
     if (l.activeClients() <= 1) {
       return 1;
     }
@@ -151,7 +151,7 @@ final class PermitCache {
   }
 
   /** How long leased permits are kept: this client's spacing of permit calls (3 N / C s), within [100 ms, one bucket]. */
-  private static long leaseMillis(RedisRetryBudget.Learned l) {
+  private static long leaseMillis(Learned l) {
     long spacing = ASK_SHARE_DIVISOR * l.activeClients() * 1000L / l.maxCallsPerSecond();
     long bucket = l.windowSeconds() * 1000L / SlidingWindowCounts.BUCKETS;
     return Math.max(MIN_LEASE_MILLIS, Math.min(bucket, spacing));
@@ -164,7 +164,7 @@ final class PermitCache {
    * a second); a small one asks again when the budget can grant (one client of a budget with a floor of
    * 100/s: 10 ms, not 100 ms of refusing the retries the floor pays for).
    */
-  private long denialCacheMillis(BudgetReply reply, RedisRetryBudget.Learned l) {
+  private long denialCacheMillis(BudgetReply reply, Learned l) {
     long max = Math.max(exhaustedCacheMillis, MAX_DENIAL_CACHE_MILLIS);
     long next = reply.nextGrantMillis() < 0 ? max : reply.nextGrantMillis();
     long spacing = ASK_SHARE_DIVISOR * Math.max(1, l.activeClients()) * 1000L / Math.max(1, l.maxCallsPerSecond());

@@ -4,6 +4,7 @@ import io.retrybudget.budget.internal.LogLimiter;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -14,8 +15,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The process-wide entry point to fleet-wide retry budgets held in Redis: one Redis connection and
@@ -37,7 +36,7 @@ import java.util.logging.Logger;
  * first connection at most the connect timeout of {@link RedisConnectionOptions} (default 2 s).
  */
 public final class RedisBudgetClient implements AutoCloseable {
-  private static final Logger LOG = Logger.getLogger(RedisBudgetClient.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisBudgetClient.class.getName());
 
   private final RedisConnectionOptions connectionOptions;
   private final Duration callTimeout;
@@ -223,6 +222,9 @@ public final class RedisBudgetClient implements AutoCloseable {
       return true;
     } catch (RuntimeException e) {
       reportedUnreachable = true;
+      // every attempt at DEBUG (the WARNING below is held back to one per 30 s)
+      LOG.log(Level.DEBUG, () -> "connect attempt " + connectAttempts.get() + " to Redis "
+          + connectionOptions + " failed", e);
       warnings.log(() -> "Redis " + connectionOptions + " not reachable, budgets use their " + fallbackPolicy
           + " fallback and the client keeps connecting: " + e.getMessage());
       return false;

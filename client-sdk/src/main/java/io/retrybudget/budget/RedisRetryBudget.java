@@ -1,24 +1,22 @@
 package io.retrybudget.budget;
 
-import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
-import io.retrybudget.budget.redis.protocol.ClientSequence;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
  * One client's view of a fleet-wide budget in Redis, made of parts that each keep one concern:
  * {@link PendingCounts} (counts not sent yet), {@link LocalFallback} (its own window and the
  * fallback), {@link PermitCache} (leases, late permits, the refusal cache, sampling of asks),
- * {@link FlushSchedule} (when the timer sends) and {@link HealthTracker} (how it sees Redis: the
- * {@link RedisHealth} state machine).
+ * {@link FlushSchedule} (when the timer sends), {@link HealthTracker} (how it sees Redis: the
+ * {@link RedisHealth} state machine) and {@link BudgetLink} (its calls, and what their replies taught:
+ * {@link Learned}).
  *
  * <ul>
  *   <li>First attempts are counted without a lock and sent by a timer and with every permit
@@ -45,7 +43,6 @@ final class RedisRetryBudget implements RetryBudget {
   private final EngineSettings settings;
   private final FleetRegistry fleet;
   private final BudgetConfig seed;
-  private final ClientSequence sequence;
   private final LongSupplier clock;
   private final PendingCounts pending = new PendingCounts();
   private final LocalFallback own;
@@ -53,32 +50,10 @@ final class RedisRetryBudget implements RetryBudget {
   private final FlushSchedule schedule;
   private final EngineTimer.Cancel flushTask;
   private final AtomicBoolean flushInFlight = new AtomicBoolean();
-  private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
-  private final AtomicLong callsSent = new AtomicLong();
   private final HealthTracker health; // how this budget sees Redis
+  // its calls, and the last configuration and fleet size Redis told it (one immutable snapshot)
+  private final BudgetLink link;
   private volatile boolean closed;
-  // the last configuration and fleet size Redis told us, for the fallback: one immutable snapshot
-  private volatile Learned learned;
-  private volatile long remaining = -1; // the paced balance's whole permits in Redis's last applied reply; -1: none yet
-  private final ConfigInForce configInForce;
-
-  /**
-   * What Redis last said about the budget. {@code activeClients} is 0 until Redis has said how many
-   * clients share the budget: no floor share before that.
-   */
-  record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, BudgetMode mode, long activeClients,
-      int maxCallsPerSecond, long refillPpm) {
-    boolean sameConfig(BudgetConfig c) {
-      return c != null && c.ratioPpm() == ratioPpm && c.windowSeconds() == windowSeconds
-          && c.minRetriesPerSecond() == minRetriesPerSecond && c.mode() == mode;
-    }
-
-    static Learned of(BudgetReply reply) {
-      return new Learned(reply.ratioPpm(), reply.windowSeconds(), reply.minRetriesPerSecond(),
-          BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE,
-          Math.max(1, reply.activeClients()), Math.max(1, reply.maxCallsPerSecond()), Math.max(0, reply.refillPpm()));
-    }
-  }
 
   RedisRetryBudget(EngineSettings settings, FleetRegistry fleet, BudgetConfig seed) {
     this(settings, fleet, seed, RedisHealth::next);
@@ -89,16 +64,13 @@ final class RedisRetryBudget implements RetryBudget {
     this.settings = settings;
     this.fleet = fleet;
     this.seed = seed;
-    this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
     this.clock = settings.clock();
-    this.learned = new Learned(seed.ratioPpm(), seed.windowSeconds(), seed.minRetriesPerSecond(), seed.mode(), 0,
-        seed.maxCallsPerSecond(), 0);
     this.own = new LocalFallback(pending, seed.windowSeconds() * 1000L, settings.random(), settings.fallbackSharesFloor());
-    this.configInForce = new ConfigInForce(seed);
     this.health = new HealthTracker(seed.name(), settings.fallbackPolicy(), fleet, own, clock, healthRule);
     this.permits = new PermitCache(settings.exhaustedCacheMillis(), settings.random());
     this.schedule = new FlushSchedule(settings.flushIntervalMillis(), settings.maxFlushIntervalMillis(), settings.random(),
         () -> fleet.fleetEstimate(seed.name()), clock.getAsLong());
+    this.link = new BudgetLink(seed, fleet, pending, own, schedule);
     long interval = settings.flushIntervalMillis();
     // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
     long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * settings.random().getAsDouble())));
@@ -110,23 +82,8 @@ final class RedisRetryBudget implements RetryBudget {
       // request of a caller is not the slow one)
       settings.timer().execute(() -> flush(true));
     } else {
-      schedule.deferFirstCall(known, learned.maxCallsPerSecond());
+      schedule.deferFirstCall(known, link.learned().maxCallsPerSecond());
     }
-  }
-
-  /** As {@link FlushSchedule#equilibriumPhase}. */
-  static double equilibriumPhase(double u) {
-    return FlushSchedule.equilibriumPhase(u);
-  }
-
-  /** As {@link FlushSchedule#flushIntervalMillis}. */
-  static long flushIntervalMillis(long base, long max, long clients, int maxCallsPerSecond) {
-    return FlushSchedule.flushIntervalMillis(base, max, clients, maxCallsPerSecond);
-  }
-
-  /** As {@link PermitCache#leaseSize}. */
-  static long leaseSize(Learned l) {
-    return PermitCache.leaseSize(l);
   }
 
   @Override
@@ -164,7 +121,7 @@ final class RedisRetryBudget implements RetryBudget {
     if (permits.take(now)) {
       own.record(now, 0, 1, 0);
       if (!h.asksRedis() && settings.fallbackPolicy() == FallbackPolicy.LOCAL) {
-        own.charge(now, learned); // the fallback decides: Redis's late grant is paid from its share, not added to it
+        own.charge(now, link.learned()); // the fallback decides: Redis's late grant is paid from its share, not added to it
       }
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
@@ -172,14 +129,14 @@ final class RedisRetryBudget implements RetryBudget {
     if (closed || port == null || !h.asksRedis()) {
       BudgetDecision decision = fallback(now);
       if (h == RedisHealth.State.SLOW && !closed && port != null
-          && permits.permitsToAsk(learned, own.asksPerSecond(now)) > 0) {
+          && permits.permitsToAsk(link.learned(), own.asksPerSecond(now)) > 0) {
         // an ask Redis would have had: a count-only call with the flush timeout instead (it carries
         // this decision's counts), whose answer in time ends SLOW
         flush(true);
       }
       return CompletableFuture.completedFuture(decision);
     }
-    Learned l = learned;
+    Learned l = link.learned();
     long want = permits.permitsToAsk(l, own.asksPerSecond(now));
     if (want == 0) {
       // not this client's turn to ask: the fleet's permit calls stay under their share of the ceiling
@@ -187,7 +144,7 @@ final class RedisRetryBudget implements RetryBudget {
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
-    CompletableFuture<BudgetReply> call = call(port, now, 1, want);
+    CompletableFuture<BudgetReply> call = link.call(port, now, 1, want);
     return settings.timer().within(call, settings.callTimeoutMillis()).handle((reply, error) -> {
       if (error != null) {
         RedisHealth.State after = health.failure(error);
@@ -203,7 +160,7 @@ final class RedisRetryBudget implements RetryBudget {
         BudgetDecision decision = after.asksRedis() ? inDoubt() : fallback(clock.getAsLong());
         if (!decision.granted()) {
           // Redis may still grant it; then the permit is kept for this client's next retry
-          call.thenAccept(late -> permits.keepLate(late, clock.getAsLong(), learned));
+          call.thenAccept(late -> permits.keepLate(late, clock.getAsLong(), link.learned()));
         }
         return decision;
       }
@@ -222,14 +179,14 @@ final class RedisRetryBudget implements RetryBudget {
     switch (reply.status()) {
       case BudgetReply.GRANTED:
         own.record(now, 0, 1, 0);
-        permits.lease(reply, now, learned);
+        permits.lease(reply, now, link.learned());
         return BudgetDecision.GRANTED;
       case BudgetReply.SHADOW:
         own.record(now, 0, 1, 1);
         return BudgetDecision.GRANTED_SHADOW;
       case BudgetReply.DENIED:
         own.record(now, 0, 0, 1);
-        permits.exhausted(now, reply, learned);
+        permits.exhausted(now, reply, link.learned());
         return BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED, reply.nextGrantMillis());
       default:
         throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
@@ -246,44 +203,16 @@ final class RedisRetryBudget implements RetryBudget {
       return BudgetDecision.GRANTED_FALLBACK;
     }
     pending.denied();
-    return learned.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_FALLBACK;
+    return link.learned().mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_FALLBACK;
   }
 
   private BudgetDecision fallback(long now) {
-    return own.decide(now, settings.fallbackPolicy(), learned); // one snapshot of the configuration
-  }
-
-  /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
-  private CompletableFuture<BudgetReply> call(FleetRegistry.Port port, long now, int need, long want) {
-    PendingCounts.Taken taken = own.take(now);
-    // every call carries the counts, so the timer's next flush is one interval after it
-    schedule.called(now, learned, need > 0);
-    callsSent.incrementAndGet();
-    // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
-    BudgetCall c = new BudgetCall(seed.name(), taken.requests(), taken.denied(), taken.retries(), need,
-        Math.max(need, want), seed);
-    // counts beyond what one call may report (the trust model's cap) go with the next calls
-    pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
-    return port.budget(c, sequence).thenApply(reply -> {
-      if (reply.applied()) {
-        remaining = Math.max(0, reply.remaining());
-        Learned told = Learned.of(reply);
-        Learned before = learned;
-        learned = told;
-        fleet.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
-        configInForce.learn(told);
-        schedule.learned(now, before, told);
-      } else {
-        // Redis applied none of it: the counts go with the next call (they are in the own window already)
-        pending.sendAgain(c.requests(), c.denied(), c.retries());
-      }
-      return reply;
-    });
+    return own.decide(now, settings.fallbackPolicy(), link.learned()); // one snapshot of the configuration
   }
 
   @Override
-  public java.util.Optional<BudgetConfig> configInForce() {
-    return configInForce.get();
+  public Optional<BudgetConfig> configInForce() {
+    return link.configInForce();
   }
 
   /** Timer task: sends pending counts; while SLOW or DEGRADED it is also the probe that ends that state. */
@@ -295,7 +224,7 @@ final class RedisRetryBudget implements RetryBudget {
       own.take(now);
       return DONE;
     }
-    FlushSchedule.Due due = schedule.due(now, evenIfIdle, learned);
+    FlushSchedule.Due due = schedule.due(now, evenIfIdle, link.learned());
     if (due == FlushSchedule.Due.NOT_YET || !flushInFlight.compareAndSet(false, true)) {
       return DONE;
     }
@@ -307,7 +236,7 @@ final class RedisRetryBudget implements RetryBudget {
       CompletableFuture<Void> done = new CompletableFuture<>();
       // the timeout on a copy: a reply after it still teaches the fleet size and the configuration
       // (timing out the call itself would drop them, and an overloaded fleet would never learn N)
-      settings.timer().within(call(port, now, 0, 0), settings.flushTimeoutMillis())
+      settings.timer().within(link.call(port, now, 0, 0), settings.flushTimeoutMillis())
           .whenComplete((reply, error) -> {
             if (error != null) {
               health.failure(error);
@@ -328,8 +257,7 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public java.util.OptionalLong remainingPermits() {
-    long r = remaining;
-    return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
+    return link.remainingPermits();
   }
 
   @Override
@@ -364,17 +292,17 @@ final class RedisRetryBudget implements RetryBudget {
 
   /** Whether Redis has applied a call of this budget (counted it in the fleet). */
   boolean heardFromRedis() {
-    return heard.get();
+    return link.heard();
   }
 
   /** Script calls this budget has sent, hellos, flushes, probes and permit requests (for tests). */
   long callsSent() {
-    return callsSent.get();
+    return link.callsSent();
   }
 
   /** What Redis last said about the budget (for tests). */
   Learned learned() {
-    return learned;
+    return link.learned();
   }
 
   /** This client's own first attempts in its window, sent or not (for tests). */
@@ -384,7 +312,7 @@ final class RedisRetryBudget implements RetryBudget {
 
   /** The id budget.lua de-duplicates this client's calls by (for tests). */
   String clientId() {
-    return sequence.clientId();
+    return link.clientId();
   }
 
   @Override
@@ -399,7 +327,7 @@ final class RedisRetryBudget implements RetryBudget {
     if (port != null && pending.any()) {
       try {
         // closing is off the hot path: wait longer than a timer flush would
-        call(port, clock.getAsLong(), 0, 0).get(Math.max(settings.flushTimeoutMillis(), CLOSE_FLUSH_TIMEOUT_MILLIS),
+        link.call(port, clock.getAsLong(), 0, 0).get(Math.max(settings.flushTimeoutMillis(), CLOSE_FLUSH_TIMEOUT_MILLIS),
             TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -412,6 +340,6 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public String toString() {
-    return "RedisRetryBudget{" + seed.name() + ", client=" + sequence.clientId() + ", " + health.state() + "}";
+    return "RedisRetryBudget{" + seed.name() + ", client=" + link.clientId() + ", " + health.state() + "}";
   }
 }

@@ -1,10 +1,9 @@
 package io.retrybudget.retry;
 
 import io.retrybudget.budget.BudgetDecision;
+import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicIntegerArray;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The listeners of one executor, each isolated: what one throws is caught, logged once for that
@@ -13,7 +12,7 @@ import java.util.logging.Logger;
  * this object itself unless a listener keeps state per call ({@link RetryListener#onCallStart()}).
  */
 final class Listeners {
-  private static final Logger LOG = Logger.getLogger("io.retrybudget.retry");
+  private static final System.Logger LOG = System.getLogger("io.retrybudget.retry");
   private final RetryListener[] all;
   private final AtomicIntegerArray logged;
 
@@ -62,8 +61,9 @@ final class Listeners {
       throw e;
     }
     if (logged.compareAndSet(i, 0, 1)) {
-      LOG.log(Level.WARNING, "retry listener " + all[i].getClass().getName()
-          + " threw (ignored; further failures of this listener are not logged)", t);
+      String listener = all[i].getClass().getName();
+      LOG.log(Level.WARNING,
+          () -> "retry listener " + listener + " threw (ignored; further failures of this listener are not logged)", t);
     }
   }
 

@@ -6,7 +6,7 @@ import io.retrybudget.budget.BudgetDecision;
  * Hooks for metrics and logs; every method has a no-op default. Called on the executor's threads
  * (and the caller's, for a synchronous call). Attach several with repeated
  * {@link RetryExecutor.Builder#listener} calls: each is isolated, so what one throws is logged once
- * (java.util.logging, logger {@code io.retrybudget.retry}) and never reaches the call or the others.
+ * ({@link System.Logger}, logger {@code io.retrybudget.retry}) and never reaches the call or the others.
  *
  * <p><b>Events of one call.</b> A listener that keeps no state per call (a counter) receives every
  * call's events itself. One that does (a trace that parents attempt spans to a call span) returns a

@@ -85,9 +85,9 @@ class BoundedCostTest {
     // a 60 s window: the planted bucket stays in it for the whole (real-time) test
     RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("stretch").windowSeconds(60).build(), 10_000);
     // 10,000 clients, 2,000 calls a second: one flush every 5.6 s each (90 % of the ceiling)
-    assertEquals(5_556, RedisRetryBudget.flushIntervalMillis(500, 10_000, 10_000, 2_000));
-    assertEquals(500, RedisRetryBudget.flushIntervalMillis(500, 10_000, 900, 2_000), "small fleets: every tick");
-    assertEquals(10_000, RedisRetryBudget.flushIntervalMillis(500, 10_000, 1_000_000, 2_000), "at most maxFlushInterval");
+    assertEquals(5_556, FlushSchedule.flushIntervalMillis(500, 10_000, 10_000, 2_000));
+    assertEquals(500, FlushSchedule.flushIntervalMillis(500, 10_000, 900, 2_000), "small fleets: every tick");
+    assertEquals(10_000, FlushSchedule.flushIntervalMillis(500, 10_000, 1_000_000, 2_000), "at most maxFlushInterval");
     long calls = run(b, 60_000);
     double fleetPerSecond = calls * 10_000 / 60.0;
     System.out.println("10,000 clients: " + calls + " flushes in 60 s from one client, the fleet's " + fleetPerSecond + "/s");
@@ -124,7 +124,7 @@ class BoundedCostTest {
     // first attempts add a trickle), so each of the fleet's permit calls (at most 666 a second)
     // carries ceil(3 * 3,000.001 / 2,000) = 5
     RedisRetryBudget b = budgetOfAFleet(BudgetConfig.builder("lease").windowSeconds(60).minRetriesPerSecond(3_000).build(), 10_000);
-    long lease = RedisRetryBudget.leaseSize(b.learned());
+    long lease = PermitCache.leaseSize(b.learned());
     assertEquals(5, lease);
     // with these first attempts the fleet's asks (N times this client's) are far above the C / 3 a
     // second of permit calls: asks are sampled, and each call asks for a lease

@@ -116,7 +116,9 @@ class BrokenBudgetTest {
     Logger logger = Logger.getLogger("limiter-test");
     logger.setUseParentHandlers(false);
     logger.addHandler(capture);
-    LogLimiter limiter = new LogLimiter(logger, Level.WARNING, 30_000, now::get);
+    // System.Logger with no LoggerFinder installed: the java.util.logging logger of the same name
+    LogLimiter limiter = new LogLimiter(System.getLogger("limiter-test"), System.Logger.Level.WARNING, 30_000,
+        now::get);
     assertTrue(limiter.log(() -> "first"));
     for (int i = 0; i < 5; i++) {
       now.addAndGet(1_000);

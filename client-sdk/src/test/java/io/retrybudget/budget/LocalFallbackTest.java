@@ -8,8 +8,8 @@ import org.junit.jupiter.api.Test;
 /** The LOCAL fallback over one client's own first attempts, on a clock given as arguments. */
 class LocalFallbackTest {
   // ratio 0.1, no floor, window 10 s; Redis counted 1 client
-  private static final RedisRetryBudget.Learned CONFIG =
-      new RedisRetryBudget.Learned(100_000, 10, 0, BudgetMode.ENFORCE, 1, 2_000, 0);
+  private static final Learned CONFIG =
+      new Learned(100_000, 10, 0, BudgetMode.ENFORCE, 1, 2_000, 0);
 
   private static int grants(LocalFallback f, long from, int asks) {
     int granted = 0;

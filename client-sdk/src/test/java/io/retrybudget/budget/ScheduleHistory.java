@@ -22,7 +22,7 @@ final class ScheduleHistory {
   private final long startMillis;
   private long secondsChecked; // engine seconds whose fleet and calls were checked
   private long fleetCountedAt = -1; // when Redis had counted every client (the end of the warm-up)
-  private RedisRetryBudget.Learned[] learnedBefore; // what each budget knew before it could hear the whole fleet
+  private Learned[] learnedBefore; // what each budget knew before it could hear the whole fleet
   private long[] callsBefore; // and the calls it had sent
   private long ceilingKnownSince = Long.MAX_VALUE; // every budget knows the fleet and the call ceiling in force
   private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
@@ -153,7 +153,7 @@ final class ScheduleHistory {
     }
     List<RedisRetryBudget> budgets = engine.budgets;
     if (learnedBefore == null && fleetCountedAt >= 0 && now > fleetCountedAt + 2 * store.flushTimeoutMillis()) {
-      learnedBefore = new RedisRetryBudget.Learned[budgets.size()];
+      learnedBefore = new Learned[budgets.size()];
       callsBefore = new long[budgets.size()];
       for (int i = 0; i < budgets.size(); i++) {
         learnedBefore[i] = budgets.get(i).learned();
@@ -162,7 +162,7 @@ final class ScheduleHistory {
     }
     boolean ceilingKnown = learnedBefore != null;
     for (int i = 0; learnedBefore != null && i < budgets.size(); i++) {
-      RedisRetryBudget.Learned l = budgets.get(i).learned();
+      Learned l = budgets.get(i).learned();
       if (l != learnedBefore[i]) {
         int budget = i;
         assertTrue(withinTenPercent(l.activeClients()), () -> "budget " + budget + " estimates the fleet at "

@@ -3,18 +3,17 @@ package io.retrybudget.reactor;
 import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.retry.RetryListener;
 import io.retrybudget.retry.RetryOutcome;
+import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.function.Consumer;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The listeners of one {@link BudgetRetry}, each isolated as the SDK executor isolates its own:
  * what one throws is logged once for that listener and changes nothing else.
  */
 final class SafeListeners {
-  private static final Logger LOG = Logger.getLogger("io.retrybudget.reactor");
+  private static final System.Logger LOG = System.getLogger("io.retrybudget.reactor");
   private final RetryListener[] all;
   private final AtomicIntegerArray logged;
 
@@ -32,7 +31,8 @@ final class SafeListeners {
           throw e;
         }
         if (logged.compareAndSet(i, 0, 1)) {
-          LOG.log(Level.WARNING, "retry listener " + all[i].getClass().getName()
+          String listener = all[i].getClass().getName();
+          LOG.log(Level.WARNING, () -> "retry listener " + listener
               + " threw (ignored; further failures of this listener are not logged)", t);
         }
       }

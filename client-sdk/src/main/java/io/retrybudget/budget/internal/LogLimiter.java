@@ -3,22 +3,20 @@ package io.retrybudget.budget.internal;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * At most one log record per interval at one level; what it held back is counted and said with the
  * next record, so a storm of identical events is one line, not thousands.
  */
 public final class LogLimiter {
-  private final Logger logger;
-  private final Level level;
+  private final System.Logger logger;
+  private final System.Logger.Level level;
   private final long intervalMillis;
   private final LongSupplier clock;
   private final AtomicLong nextAllowed = new AtomicLong(Long.MIN_VALUE);
   private final AtomicLong suppressed = new AtomicLong();
 
-  public LogLimiter(Logger logger, Level level, long intervalMillis, LongSupplier millisClock) {
+  public LogLimiter(System.Logger logger, System.Logger.Level level, long intervalMillis, LongSupplier millisClock) {
     this.logger = logger;
     this.level = level;
     this.intervalMillis = intervalMillis;

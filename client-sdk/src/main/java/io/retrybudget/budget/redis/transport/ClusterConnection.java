@@ -13,6 +13,7 @@ import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.time.Duration;
@@ -25,15 +26,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * A Redis Cluster: one Lettuce Cluster connection routing by slot, its partitions refreshed on
  * Lettuce's adaptive triggers, periodically and by a {@link FailoverWatch} when a master is gone.
  */
 final class ClusterConnection implements StoreConnection {
-  private static final Logger LOG = Logger.getLogger(RedisBudgetStore.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisBudgetStore.class.getName());
 
   private final RedisConnectionOptions options;
   private final RedisClusterClient client;
@@ -88,8 +87,8 @@ final class ClusterConnection implements StoreConnection {
           .thenCompose(n -> ScriptCalls.loadAll(n.async()))
           .toCompletableFuture()
           .exceptionally(error -> {
-            LOG.log(Level.FINE, "Cluster node " + node.getUri().getHost() + ":" + node.getUri().getPort()
-                + " not reachable now; its slots are served when it is", error);
+            LOG.log(Level.DEBUG, () -> "Cluster node " + node.getUri().getHost() + ":"
+                + node.getUri().getPort() + " not reachable now; its slots are served when it is", error);
             return null;
           }));
     }
@@ -118,7 +117,7 @@ final class ClusterConnection implements StoreConnection {
         }
       }
     } catch (RuntimeException e) {
-      LOG.log(Level.FINE, "script load on connect failed; NOSCRIPT loads them", e);
+      LOG.log(Level.DEBUG, "script load on connect failed; NOSCRIPT loads them", e);
     }
     failoverWatch.connected(address);
   }

@@ -6,6 +6,7 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.LuaScript;
+import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SortedSet;
@@ -13,8 +14,6 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The budget names in every slot's index key of a Cluster: one {@link LuaScript#LIST} call per
@@ -22,7 +21,7 @@ import java.util.logging.Logger;
  * {@link RedisBudgetStore#clusterIndexMembers(long, CompletableFuture)}).
  */
 final class ClusterIndexListing {
-  private static final Logger LOG = Logger.getLogger(RedisBudgetStore.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisBudgetStore.class.getName());
   private static final long NEVER = Long.MIN_VALUE;
   /** After Redis refused to compile list.lua (before 7.0), the script is tried again after this. */
   static final long LIST_SCRIPT_RETRY_NANOS = TimeUnit.MINUTES.toNanos(5);
@@ -89,7 +88,7 @@ final class ClusterIndexListing {
             || message.contains("Unexpected engine")) {
           listScriptRefusedAt = nanoClock.getAsLong(); // Redis before 7.0: one key at a time for a while
         }
-        LOG.log(Level.FINE, "listing by script failed on a master; reading its index keys one by one", error);
+        LOG.log(Level.DEBUG, "listing by script failed on a master; reading its index keys one by one", error);
         for (int s : masterSlots.get(i)) {
           oneByOne.add(BudgetKeys.clusterIndex(s));
         }

@@ -8,6 +8,7 @@ import io.lettuce.core.cluster.models.partitions.Partitions;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.netty.util.concurrent.EventExecutorGroup;
 import io.netty.util.concurrent.ScheduledFuture;
+import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayList;
@@ -18,8 +19,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * Shortens the client's part of a Cluster failover. When the connection to a master that serves
@@ -37,7 +36,7 @@ import java.util.logging.Logger;
 final class FailoverWatch implements AutoCloseable {
   static final long POLL_MILLIS = 200;
   static final long WATCH_MILLIS = 60_000;
-  private static final Logger LOG = Logger.getLogger(FailoverWatch.class.getName());
+  private static final System.Logger LOG = System.getLogger(FailoverWatch.class.getName());
 
   private final RedisClusterClient client;
   private final StatefulRedisClusterConnection<String, String> connection;
@@ -81,8 +80,8 @@ final class FailoverWatch implements AutoCloseable {
       }
       suspects.put(node.getNodeId(), new Suspect(node.getNodeId(), node.getSlots().get(0), node.getUri().getHost(),
           node.getUri().getPort(), nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(WATCH_MILLIS)));
-      LOG.log(Level.FINE, "Cluster master " + node.getUri().getHost() + ":" + node.getUri().getPort()
-          + " unreachable; watching for its replica's promotion");
+      LOG.log(Level.DEBUG, () -> "Cluster master " + node.getUri().getHost() + ":"
+          + node.getUri().getPort() + " unreachable; watching for its replica's promotion");
       if (!polling && pending == null) {
         try {
           pending = scheduler.schedule(this::poll, 0, TimeUnit.MILLISECONDS);
@@ -176,7 +175,7 @@ final class FailoverWatch implements AutoCloseable {
 
   private void finishPoll(List<RedisClusterNode> heirs) {
     if (!heirs.isEmpty()) {
-      LOG.log(Level.FINE, "a failed master's slots are served by another node: refreshing the partitions");
+      LOG.log(Level.DEBUG, "a failed master's slots are served by another node: refreshing the partitions");
       try {
         // open the new master's connection (and its script cache) while the partitions are
         // refreshed, so the first commands routed to it do not find it still connecting
@@ -187,7 +186,7 @@ final class FailoverWatch implements AutoCloseable {
         }
         client.refreshPartitionsAsync();
       } catch (RuntimeException e) {
-        LOG.log(Level.FINE, "partition refresh failed; Lettuce's own triggers refresh later", e);
+        LOG.log(Level.DEBUG, "partition refresh failed; Lettuce's own triggers refresh later", e);
       }
     }
     synchronized (lock) {

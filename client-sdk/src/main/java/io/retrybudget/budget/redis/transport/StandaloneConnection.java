@@ -9,17 +9,16 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
+import java.lang.System.Logger.Level;
 import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /** One standalone Redis (or the master Sentinel names): one connection, one node. */
 final class StandaloneConnection implements StoreConnection {
-  private static final Logger LOG = Logger.getLogger(RedisBudgetStore.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisBudgetStore.class.getName());
 
   private final RedisClient client;
   private final StatefulRedisConnection<String, String> connection;
@@ -55,7 +54,7 @@ final class StandaloneConnection implements StoreConnection {
     try {
       ScriptCalls.loadAll(connection.async());
     } catch (RuntimeException e) {
-      LOG.log(Level.FINE, "script load on connect failed; NOSCRIPT loads them", e);
+      LOG.log(Level.DEBUG, "script load on connect failed; NOSCRIPT loads them", e);
     }
   }
 

@@ -1,0 +1,101 @@
+package io.retrybudget.budget;
+
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.ClientSequence;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One budget's calls to Redis and what their replies taught it. A call takes the counts not sent yet
+ * (at most what one call may report; the rest go with the next calls), is numbered by this client's
+ * {@link ClientSequence}, and an applied reply replaces the {@link Learned} snapshot, tells the
+ * {@link FleetRegistry} the fleet's size, the {@link ConfigInForce} the configuration and the
+ * {@link FlushSchedule} when to flush next. A reply that applied nothing puts the counts back.
+ */
+final class BudgetLink {
+  private final BudgetConfig seed;
+  private final FleetRegistry fleet;
+  private final PendingCounts pending;
+  private final LocalFallback own;
+  private final FlushSchedule schedule;
+  private final ClientSequence sequence;
+  private final ConfigInForce configInForce;
+  private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
+  private final AtomicLong callsSent = new AtomicLong();
+  private volatile Learned learned;
+  private volatile long remaining = -1; // the paced balance's whole permits in the last applied reply; -1: none yet
+
+  BudgetLink(BudgetConfig seed, FleetRegistry fleet, PendingCounts pending, LocalFallback own, FlushSchedule schedule) {
+    this.seed = seed;
+    this.fleet = fleet;
+    this.pending = pending;
+    this.own = own;
+    this.schedule = schedule;
+    this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
+    this.configInForce = new ConfigInForce(seed);
+    this.learned = Learned.seed(seed);
+  }
+
+  /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
+  CompletableFuture<BudgetReply> call(FleetRegistry.Port port, long now, int need, long want) {
+    PendingCounts.Taken taken = own.take(now);
+    // every call carries the counts, so the timer's next flush is one interval after it
+    schedule.called(now, learned, need > 0);
+    callsSent.incrementAndGet();
+    // numbered and sent under the sequence's lock by BudgetScripts: calls reach Redis in order
+    BudgetCall c = new BudgetCall(seed.name(), taken.requests(), taken.denied(), taken.retries(), need,
+        Math.max(need, want), seed);
+    // counts beyond what one call may report (the trust model's cap) go with the next calls
+    pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
+    return port.budget(c, sequence).thenApply(reply -> {
+      if (reply.applied()) {
+        remaining = Math.max(0, reply.remaining());
+        Learned told = Learned.of(reply);
+        Learned before = learned;
+        learned = told;
+        fleet.learnedFleet(seed.name(), told.activeClients(), heard.compareAndSet(false, true));
+        configInForce.learn(told);
+        schedule.learned(now, before, told);
+      } else {
+        // Redis applied none of it: the counts go with the next call (they are in the own window already)
+        pending.sendAgain(c.requests(), c.denied(), c.retries());
+      }
+      return reply;
+    });
+  }
+
+  /** What Redis last said about the budget (the seed configuration and no fleet until it answered). */
+  /** The paced balance's whole permits in Redis's last applied reply; empty before one. */
+  java.util.OptionalLong remainingPermits() {
+    long r = remaining;
+    return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
+  }
+
+  Learned learned() {
+    return learned;
+  }
+
+  /** The configuration Redis holds, once it has answered. */
+  Optional<BudgetConfig> configInForce() {
+    return configInForce.get();
+  }
+
+  /** Whether Redis has applied a call of this budget (counted it in the fleet). */
+  boolean heard() {
+    return heard.get();
+  }
+
+  /** Script calls sent: hellos, flushes, probes and permit requests. */
+  long callsSent() {
+    return callsSent.get();
+  }
+
+  /** The id budget.lua de-duplicates this client's calls by. */
+  String clientId() {
+    return sequence.clientId();
+  }
+}
