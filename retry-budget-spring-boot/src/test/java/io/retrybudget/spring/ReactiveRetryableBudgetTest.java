@@ -55,11 +55,13 @@ class ReactiveRetryableBudgetTest {
       return backend;
     }
 
+    // README:begin
     @Retryable(maxRetries = 3, delay = 40)
     @FleetBudget("spend")
     public Mono<String> spend() {
-      return Mono.fromCallable(backend::call);
+      return Mono.fromCallable(backend::call);   // each subscription calls the backend once
     }
+    // README:end
 
     // an hour between attempts: a refusal that waited first would not answer
     @Retryable(maxRetries = 3, delay = 3_600_000)
