@@ -18,6 +18,7 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.core.MethodClassKey;
+import org.springframework.core.ReactiveAdapter;
 import org.springframework.core.ReactiveAdapterRegistry;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.retry.RetryException;
@@ -30,6 +31,7 @@ import org.springframework.resilience.annotation.RetryAnnotationBeanPostProcesso
 import org.springframework.resilience.annotation.Retryable;
 import org.springframework.resilience.retry.MethodRetryEvent;
 import org.springframework.resilience.retry.MethodRetryPredicate;
+import org.springframework.resilience.retry.MethodRetrySpec;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 import org.springframework.util.StringUtils;
@@ -43,8 +45,12 @@ import org.springframework.util.StringValueResolver;
  * {@code *String} forms and placeholders, {@link MethodRetryEvent}s); so the budget is asked just
  * before each retry Spring would make, after the policy accepted the failure and its back-off
  * granted one more, and before the sleep. Refused: {@link RetryBudgetExhaustedException} at once
- * (cause: the last failure). Methods without a budget, and methods returning a reactive type
- * (Spring retries those with Reactor), go to Spring's own interceptor unchanged.
+ * (cause: the last failure). A method returning a reactive type ({@code Mono}, {@code Flux}, any
+ * type of Spring's {@link ReactiveAdapterRegistry}) is retried as Spring retries it, with Reactor's
+ * {@code Retry.backoff} on the publisher it returned, and paid for the same way: each subscription
+ * counts one first attempt, the budget is asked (without blocking) before each resubscription, and
+ * a refusal fails the subscriber at once. Methods without a budget go to Spring's own interceptor
+ * unchanged.
  *
  * <p>The Spring Boot starter puts it in place of the processor {@code @EnableResilientMethods}
  * registers (keeping its {@code proxyTargetClass} and {@code order}). Without Boot, register it as
@@ -66,6 +72,9 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
 
   private static final boolean REACTIVE_STREAMS_PRESENT = ClassUtils.isPresent(
       "org.reactivestreams.Publisher", BudgetedRetryAnnotationBeanPostProcessor.class.getClassLoader());
+  // Spring's reactive retry is Reactor's: without it, such methods are left to Spring as they are
+  private static final boolean REACTOR_PRESENT = ClassUtils.isPresent(
+      "reactor.util.retry.Retry", BudgetedRetryAnnotationBeanPostProcessor.class.getClassLoader());
 
   private final transient BudgetedInterceptor interceptor;
 
@@ -101,9 +110,10 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
     return result;
   }
 
-  /** What one method runs with; NONE: Spring's own interceptor. */
-  private record Plan(RetryPolicy policy, RetryBudget budget, String methodName) {
-    static final Plan NONE = new Plan(null, null, null);
+  /** What one method runs with; NONE: Spring's own interceptor. {@code reactive}: its return type's adapter, or null. */
+  private record Plan(MethodRetrySpec spec, RetryPolicy policy, RetryBudget budget, Method method, String methodName,
+      ReactiveAdapter reactive) {
+    static final Plan NONE = new Plan(null, null, null, null, null, null);
   }
 
   private final class BudgetedInterceptor implements MethodInterceptor {
@@ -125,6 +135,11 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
       Plan plan = plan(method, target != null ? target.getClass() : method.getDeclaringClass());
       if (plan == Plan.NONE) {
         return spring.invoke(invocation);
+      }
+      if (plan.reactive() != null) { // as Spring: the method runs once, its publisher is resubscribed
+        Object result = invocation.proceed();
+        return result == null ? null : ReactiveRetryables.retry(invocation, plan.method(), result, plan.reactive(),
+            plan.spec(), plan.budget(), this::publish);
       }
       BudgetedRetryTemplate template = new BudgetedRetryTemplate(plan.policy(), plan.budget());
       template.setRetryListener(new RetryListener() {
@@ -182,7 +197,8 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
       if (retryable == null) {
         retryable = AnnotatedElementUtils.findMergedAnnotation(targetClass, Retryable.class);
       }
-      if (retryable == null || isReactive(method)) {
+      ReactiveAdapter reactive = reactiveAdapter(method);
+      if (retryable == null || (reactive != null && !REACTOR_PRESENT)) {
         return Plan.NONE;
       }
       FleetBudget fleet = AnnotatedElementUtils.findMergedAnnotation(method, FleetBudget.class);
@@ -201,24 +217,33 @@ public class BudgetedRetryAnnotationBeanPostProcessor extends RetryAnnotationBea
         throw new IllegalStateException("@FleetBudget of " + methodName + ": " + e.getMessage());
       }
       ChronoUnit unit = retryable.timeUnit().toChronoUnit();
-      MethodRetryPredicate predicate = predicate(retryable.predicate());
-      RetryPolicy policy = RetryPolicy.builder()
-          .includes(Arrays.asList(retryable.includes()))
-          .excludes(Arrays.asList(retryable.excludes()))
-          .predicate(predicate.forMethod(method))
-          .maxRetries(parseLong(retryable.maxRetries(), retryable.maxRetriesString()))
-          .timeout(parseDuration(retryable.timeout(), retryable.timeoutString(), unit))
-          .delay(parseDuration(retryable.delay(), retryable.delayString(), unit))
-          .jitter(parseDuration(retryable.jitter(), retryable.jitterString(), unit))
-          .multiplier(parseDouble(retryable.multiplier(), retryable.multiplierString()))
-          .maxDelay(parseDuration(retryable.maxDelay(), retryable.maxDelayString(), unit))
+      MethodRetrySpec spec = new MethodRetrySpec(
+          Arrays.asList(retryable.includes()), Arrays.asList(retryable.excludes()),
+          predicate(retryable.predicate()),
+          parseLong(retryable.maxRetries(), retryable.maxRetriesString()),
+          parseDuration(retryable.timeout(), retryable.timeoutString(), unit),
+          parseDuration(retryable.delay(), retryable.delayString(), unit),
+          parseDuration(retryable.jitter(), retryable.jitterString(), unit),
+          parseDouble(retryable.multiplier(), retryable.multiplierString()),
+          parseDuration(retryable.maxDelay(), retryable.maxDelayString(), unit));
+      RetryPolicy policy = RetryPolicy.builder() // Spring's AbstractRetryInterceptor builds the same from the spec
+          .includes(spec.includes())
+          .excludes(spec.excludes())
+          .predicate(spec.predicate().forMethod(method))
+          .maxRetries(spec.maxRetries())
+          .timeout(spec.timeout())
+          .delay(spec.delay())
+          .jitter(spec.jitter())
+          .multiplier(spec.multiplier())
+          .maxDelay(spec.maxDelay())
           .build();
-      return new Plan(policy, budget, methodName);
+      return new Plan(spec, policy, budget, method, methodName, reactive);
     }
 
-    private boolean isReactive(Method method) {
+    /** As Spring decides a method is reactive: a type of the shared adapter registry, not a Future. */
+    private ReactiveAdapter reactiveAdapter(Method method) {
       return REACTIVE_STREAMS_PRESENT && !Future.class.isAssignableFrom(method.getReturnType())
-          && ReactiveAdapterRegistry.getSharedInstance().getAdapter(method.getReturnType()) != null;
+          ? ReactiveAdapterRegistry.getSharedInstance().getAdapter(method.getReturnType()) : null;
     }
 
     private MethodRetryPredicate predicate(Class<? extends MethodRetryPredicate> type) {

@@ -12,7 +12,9 @@ import java.lang.annotation.Target;
  * budget is asked before each retry Spring's policy would make: granted, the retry runs after
  * Spring's own back-off; refused, the call fails at once with
  * {@link io.retrybudget.retry.RetryBudgetExhaustedException} (cause: the last failure). Every call
- * counts one first attempt.
+ * counts one first attempt. A method returning {@code Mono} or {@code Flux} is paid for the same way
+ * on Spring's Reactor path: each subscription counts one first attempt, the budget is asked before
+ * each resubscription, a refusal fails the subscriber at once.
  *
  * <pre>{@code
  * @Retryable(maxRetries = 2, delay = 100)

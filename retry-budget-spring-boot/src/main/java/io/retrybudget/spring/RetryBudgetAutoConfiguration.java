@@ -3,6 +3,7 @@ package io.retrybudget.spring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
+import io.retrybudget.reactor.BudgetRetryFilter;
 import io.retrybudget.retry.RetryExecutor;
 import java.time.Clock;
 import java.time.Duration;
@@ -12,6 +13,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.restclient.RestClientCustomizer;
+import org.springframework.boot.webclient.WebClientCustomizer;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -22,6 +24,7 @@ import org.springframework.context.annotation.Import;
  * application, closed on shutdown) on the Redis of {@code retrybudget.redis.*} when set, else on the
  * application's own ({@code LettuceConnectionFactory}, its Lettuce resources), {@link RetryBudgets} (budgets by name, executors by client
  * name), {@link RetryBudgetInterceptors} for RestClient / RestTemplate when spring-web is present,
+ * {@link RetryBudgetWebClientFilters} for WebClient when spring-webflux and retry-budget-reactor are,
  * Micrometer metrics when the application has a MeterRegistry, and the actuator endpoint
  * {@code retrybudgets} and health indicator {@code retryBudget} when the actuator is present.
  *
@@ -37,6 +40,8 @@ import org.springframework.context.annotation.Import;
 public class RetryBudgetAutoConfiguration {
   /** Bound on each read of the actuator endpoint and health indicator. */
   static final Duration STATUS_TIMEOUT = Duration.ofSeconds(1);
+  private static final String WEB_CLIENT = "org.springframework.web.reactive.function.client.WebClient";
+  private static final String BUDGET_RETRY_FILTER = "io.retrybudget.reactor.BudgetRetryFilter";
 
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
@@ -82,6 +87,39 @@ public class RetryBudgetAutoConfiguration {
     RestClientCustomizer retryBudgetRestClientCustomizer(RetryBudgetInterceptors interceptors, RetryBudgets budgets) {
       RetryBudgetInterceptor interceptor = interceptors.forClient(budgets.defaultClient());
       return builder -> builder.requestInterceptors(list -> RetryBudgetRestClients.useOnly(list, interceptor));
+    }
+  }
+
+  /** WebClient: a client's filter on the beans named in its {@code beans}, when spring-webflux and retry-budget-reactor are present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = {WEB_CLIENT, BUDGET_RETRY_FILTER})
+  static class WebClientFilters {
+    @Bean
+    @ConditionalOnMissingBean
+    RetryBudgetWebClientFilters retryBudgetWebClientFilters(RetryBudgets budgets,
+        ObjectProvider<RetryBudgetMetricsSupport> metrics) {
+      return new RetryBudgetWebClientFilters(budgets, metrics.getIfAvailable(() -> RetryBudgetMetricsSupport.NONE),
+          Clock.systemUTC());
+    }
+
+    /** The filter of a client on the WebClient beans named in its {@code beans}; resolved when such a bean is made. */
+    @Bean
+    static RetryBudgetWebClients retryBudgetWebClients(ObjectProvider<RetryBudgets> budgets,
+        ObjectProvider<RetryBudgetWebClientFilters> filters) {
+      return new RetryBudgetWebClients(budgets, filters);
+    }
+  }
+
+  /** {@code retrybudget.default-client}: its filter on every WebClient.Builder Spring Boot hands out. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = {"org.springframework.boot.webclient.WebClientCustomizer", WEB_CLIENT, BUDGET_RETRY_FILTER})
+  @ConditionalOnProperty(prefix = "retrybudget", name = "default-client")
+  static class DefaultWebClient {
+    @Bean
+    @ConditionalOnMissingBean(name = "retryBudgetWebClientCustomizer")
+    WebClientCustomizer retryBudgetWebClientCustomizer(RetryBudgetWebClientFilters filters, RetryBudgets budgets) {
+      BudgetRetryFilter filter = filters.forClient(budgets.defaultClient());
+      return builder -> builder.filters(list -> RetryBudgetWebClients.useOnly(list, filter));
     }
   }
 

@@ -10,8 +10,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * This module's README shows what the tests run, as it is: the dependency block of the sample
- * application that BootSampleMatrixTest builds, its application.yaml, and the YAML and beans
- * RetryBudgetRestClientsTest runs.
+ * application that BootSampleMatrixTest builds, its application.yaml, the YAML and beans
+ * RetryBudgetRestClientsTest and RetryBudgetWebClientsTest run, and ReactiveRetryableBudgetTest's
+ * reactive {@code @Retryable} method.
  */
 class ReadmeTest {
   private static final Path MODULE = Path.of("").toAbsolutePath();
@@ -43,15 +44,29 @@ class ReadmeTest {
   @Test
   void theYamlIsTheSamplesAndTheTestsAsTheyAre() throws IOException {
     for (Path yaml : new Path[] {MODULE.resolve("src/it/boot-sample/src/main/resources/application.yaml"),
-        MODULE.resolve("src/test/resources/readme/rest-clients.yaml")}) {
+        MODULE.resolve("src/test/resources/readme/rest-clients.yaml"),
+        MODULE.resolve("src/test/resources/readme/web-clients.yaml")}) {
       assertTrue(readme().contains("```yaml\n" + Files.readString(yaml) + "```"), "README shows " + yaml);
     }
   }
 
   @Test
-  void theRestClientBeansAreTheTestsAsTheyAre() throws IOException {
-    String beans = between(Files.readString(MODULE.resolve("src/test/java/io/retrybudget/spring/RetryBudgetRestClientsTest.java")));
-    assertTrue(beans.contains("RestClient paymentsClient(RestClient.Builder builder)"), beans);
-    assertTrue(readme().contains("```java\n" + beans + "\n```"), "README shows RetryBudgetRestClientsTest's beans:\n" + beans);
+  void theJavaSnippetsAreTheTestsAsTheyAre() throws IOException {
+    snippetOf("RetryBudgetRestClientsTest", "RestClient paymentsClient(RestClient.Builder builder)");
+    snippetOf("RetryBudgetWebClientsTest", "WebClient ordersWebClient(WebClient.Builder builder)");
+    snippetOf("ReactiveRetryableBudgetTest", "public Mono<String> spend()");
+  }
+
+  private static void snippetOf(String test, String expected) throws IOException {
+    String code = between(Files.readString(MODULE.resolve("src/test/java/io/retrybudget/spring/" + test + ".java")));
+    assertTrue(code.contains(expected), code);
+    assertTrue(readme().contains("```java\n" + code + "\n```"), "README shows " + test + "'s snippet:\n" + code);
+  }
+
+  @Test
+  void theReactorDependencyIsThisVersion() throws IOException {
+    String version = System.getProperty("retrybudget.sample.version", "0.2.0-SNAPSHOT");
+    assertTrue(readme().contains("<artifactId>retry-budget-reactor</artifactId>\n  <version>" + version + "</version>"),
+        "README's retry-budget-reactor dependency is version " + version);
   }
 }
