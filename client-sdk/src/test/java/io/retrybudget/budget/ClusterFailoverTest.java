@@ -123,8 +123,11 @@ class ClusterFailoverTest {
         // over the NT + 2 s on its own (client-sdk/README.md, "Redis Cluster failover"): the
         // client's part is bounded from the promotion a surviving master sees. Measured 0.11 and 0.24 s
         // on a quiet machine, 0.4 to 1.5 s at load 4 to 24 (one failover watch poll, a partition
-        // refresh and one probe of the degraded budget), 2.2 s once at load 8 with a 1.1 s refresh
-        assertTrue(clientMs <= 2_000, "permits from Redis again " + clientMs + " ms after the promotion ("
+        // refresh and one probe of the degraded budget), 2.2 s once at load 8 with a 1.1 s refresh, and
+        // 2.1 and 4.6 s at load 28-29 (the refresh opens six connections and loads the scripts on a starved
+        // JVM). 5 s holds at load 16 with room; a client that waited for the periodic topology refresh
+        // instead (10 s) would still fail it
+        assertTrue(clientMs <= 5_000, "permits from Redis again " + clientMs + " ms after the promotion ("
             + tookMs + " ms after the kill)");
         // meanwhile the client served permits from its LOCAL fallback, at the budget's ratio: the
         // issue's "permits served again within NT + 2 s of the kill", by the client while Redis fails over
