@@ -15,8 +15,8 @@ import java.util.function.LongSupplier;
  * A work queue bounded in time as well as length, in front of K workers (permits): deadline-aware,
  * CoDel-timed, adaptive LIFO, retries behind first attempts ({@link QueuePolicy} holds the rules;
  * this class runs it under a lock, arms its expiry timer, answers and counts). Framework-free and
- * thread-safe; {@link io.retrybudget.server.vertx.VertxQueueAdmission} and {@link
- * io.retrybudget.server.servlet.QueueAdmissionFilter} are its adapters, and any other server can
+ * thread-safe; {@code VertxQueueAdmission} (retry-budget-server-kit-vertx) and
+ * {@code QueueAdmissionFilter} (retry-budget-server-kit-servlet) are its adapters, and any other server can
  * call {@link #submit} itself.
  *
  * <p>A request is {@link #submit submitted} with its attempt number and deadline; its {@link Waiter}
