@@ -10,15 +10,13 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.function.DoubleSupplier;
 import java.util.function.LongFunction;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * A work queue bounded in time as well as length, in front of K workers (permits): deadline-aware,
  * CoDel-timed, adaptive LIFO, retries behind first attempts ({@link QueuePolicy} holds the rules;
  * this class runs it under a lock, arms its expiry timer, answers and counts). Framework-free and
- * thread-safe; {@link io.retrybudget.server.vertx.VertxQueueAdmission} and {@link
- * io.retrybudget.server.servlet.QueueAdmissionFilter} are its adapters, and any other server can
+ * thread-safe; {@code VertxQueueAdmission} (retry-budget-server-kit-vertx) and
+ * {@code QueueAdmissionFilter} (retry-budget-server-kit-servlet) are its adapters, and any other server can
  * call {@link #submit} itself.
  *
  * <p>A request is {@link #submit submitted} with its attempt number and deadline; its {@link Waiter}
@@ -31,7 +29,7 @@ import java.util.logging.Logger;
  * thread or event loop, and never block in them.
  */
 public final class AdmissionQueue implements AutoCloseable {
-  private static final Logger LOG = Logger.getLogger(AdmissionQueue.class.getName());
+  private static final System.Logger LOG = System.getLogger(AdmissionQueue.class.getName());
   /** Weight of the newest service time in the running average behind the drain time. */
   private static final double SERVICE_EWMA_WEIGHT = 0.1;
 
@@ -284,7 +282,7 @@ public final class AdmissionQueue implements AutoCloseable {
 
   private void logWaiter(RuntimeException e) {
     if (loggedWaiter.compareAndSet(false, true)) {
-      LOG.log(Level.WARNING, "an AdmissionQueue waiter threw (logged once); its permit was released", e);
+      LOG.log(System.Logger.Level.WARNING, "an AdmissionQueue waiter threw (logged once); its permit was released", e);
     }
   }
 

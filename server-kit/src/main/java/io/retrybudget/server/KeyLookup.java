@@ -8,8 +8,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What the Idempotency-Key store holds for a request's key, read before shedding ({@link
- * io.retrybudget.server.vertx.VertxAdmission}, {@link io.retrybudget.server.servlet.AdmissionFilter}):
+ * What the Idempotency-Key store holds for a request's key, read before shedding ({@code VertxAdmission}
+ * in retry-budget-server-kit-vertx, {@code AdmissionFilter} in retry-budget-server-kit-servlet):
  * a key with a stored answer makes the request a replay, which costs one Redis call and is never
  * shed; a key with a claim makes it a retry, whatever its {@code X-Retry-Attempt} says. One
  * read-only script call ({@code lua/idempotency-peek.lua}, {@link IdempotencyScripts#peek}) on the record the guard would claim:

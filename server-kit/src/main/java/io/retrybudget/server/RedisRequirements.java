@@ -15,8 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Consumer;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * What the Idempotency-Key store needs of Redis, checked at start: an eviction policy that never
@@ -29,7 +27,7 @@ import java.util.logging.Logger;
  * any event loop. Immutable; from {@link #builder()}.
  */
 public final class RedisRequirements {
-  private static final Logger LOG = Logger.getLogger(RedisRequirements.class.getName());
+  private static final System.Logger LOG = System.getLogger(RedisRequirements.class.getName());
 
   /** What to do about a finding. */
   public enum Action { REFUSE, WARN, IGNORE }
@@ -185,7 +183,7 @@ public final class RedisRequirements {
     private Action onEviction = Action.REFUSE;
     private Action onNoPersistence = Action.WARN;
     private Action onUnchecked = Action.WARN;
-    private Consumer<String> warnings = message -> LOG.log(Level.WARNING, message);
+    private Consumer<String> warnings = message -> LOG.log(System.Logger.Level.WARNING, message);
 
     private Builder() {}
 
@@ -207,7 +205,7 @@ public final class RedisRequirements {
       return this;
     }
 
-    /** Where warnings go (default: java.util.logging WARNING, logger {@code io.retrybudget.server.RedisRequirements}). */
+    /** Where warnings go (default: {@link System.Logger} WARNING, logger {@code io.retrybudget.server.RedisRequirements}). */
     public Builder warnings(Consumer<String> sink) {
       this.warnings = Objects.requireNonNull(sink, "warnings must not be null");
       return this;

@@ -1,8 +1,6 @@
 package io.retrybudget.server;
 
 import java.util.Locale;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * Hooks for metrics: what the kit decided, one call per decision. Every method has a no-op
@@ -106,7 +104,7 @@ public interface ServerKitListener {
 
   /** Rate-limited logging of listener failures. */
   final class Failures {
-    private static final Logger LOG = Logger.getLogger(ServerKitListener.class.getName());
+    private static final System.Logger LOG = System.getLogger(ServerKitListener.class.getName());
     private static final java.util.concurrent.atomic.AtomicLong LAST = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
 
     private Failures() {}
@@ -115,7 +113,7 @@ public interface ServerKitListener {
       long now = System.nanoTime();
       long last = LAST.get();
       if ((last == Long.MIN_VALUE || now - last >= 60_000_000_000L) && LAST.compareAndSet(last, now)) {
-        LOG.log(Level.WARNING, "a ServerKitListener threw; the request went on", e);
+        LOG.log(System.Logger.Level.WARNING, "a ServerKitListener threw; the request went on", e);
       }
     }
   }

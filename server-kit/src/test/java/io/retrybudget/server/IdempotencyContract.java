@@ -26,8 +26,9 @@ import org.junit.jupiter.api.TestInstance;
 
 /**
  * One set of Idempotency-Key assertions that every adapter passes unchanged, over a real HTTP
- * server and a real Redis: {@link VertxIdempotencyTest} (Vert.x Web), {@link ServletIdempotencyTest}
- * (Jetty 12.1, ee11).
+ * server and a real Redis: {@code VertxIdempotencyTest} (Vert.x Web, retry-budget-server-kit-vertx),
+ * {@code ServletIdempotencyTest} and {@code TomcatIdempotencyTest} (Jetty 12.1 ee11 and Tomcat 11,
+ * retry-budget-server-kit-servlet). It ships in server-kit's test-jar for them.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class IdempotencyContract {

@@ -6,14 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
-import io.retrybudget.server.vertx.VertxIdempotency;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
-import io.vertx.core.Promise;
-import io.vertx.core.Vertx;
-import io.vertx.ext.web.Router;
-import io.vertx.ext.web.handler.BodyHandler;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -127,48 +121,6 @@ class IdempotencyLeaseTest {
     redis.server().call("DEL", k);
     assertFalse(store.renew(next, Duration.ofSeconds(60)).join(), "nor a deleted one");
     assertEquals(-2L, redis.server().call("PTTL", k), "and renewing a deleted record does not create it");
-  }
-
-  @Test
-  void aVertxHandlerPastItsDeadlineKeepsItsClaimAndItsLateAnswerIsStoredAndReplayed() throws Exception {
-    Vertx vertx = Vertx.vertx();
-    // lease 1 s, renewed every 333 ms: a renewal late by up to 600 ms (a loaded machine) still holds it
-    IdempotencyGuard guard = new IdempotencyGuard(store,
-        IdempotencyConfig.builder().handlerTimeout(Duration.ofMillis(300)).leaseMargin(Duration.ofMillis(700)).build());
-    try {
-      Promise<StoredResponse> slow = Promise.promise(); // a handler still working long past its deadline
-      java.util.concurrent.atomic.AtomicInteger executions = new java.util.concurrent.atomic.AtomicInteger();
-      Router router = Router.router(vertx);
-      router.route().handler(BodyHandler.create());
-      router.post("/payments").handler(VertxIdempotency.handler(guard, ctx -> {
-        executions.incrementAndGet();
-        return slow.future();
-      }));
-      int port = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1").await().actualPort();
-      HttpTestClient http = new HttpTestClient(port);
-      String key = UUID.randomUUID().toString();
-      HttpResponse<String> first = http.post("/payments", key, "{\"amount\": 1}");
-      assertEquals(503, first.statusCode());
-      assertTrue(first.body().contains("urn:retrybudget:problem:handler-timeout"), first.body());
-      assertTrue(first.body().contains("still being processed"), "the 503 says the work goes on: " + first.body());
-      assertEquals(1, guard.renewing(), "past its deadline the claim is still renewed while the handler runs");
-      long firstLeaseEnd = leaseEnd(key);
-      Eventually.await("Redis time passes three leases", Duration.ofSeconds(10), () -> redisNowMillis() > firstLeaseEnd + 2_000);
-      assertEquals(409, http.post("/payments", key, "{\"amount\": 1}").statusCode(), "the claim is kept: no takeover");
-      assertEquals(1, executions.get(), "executed once");
-      vertx.runOnContext(v -> slow.complete(CHARGED)); // the late answer
-      Eventually.await("the late answer is stored", Duration.ofSeconds(10),
-          () -> "done".equals(redis.server().call("HGET", ClaimStore.idempotencyKey("", key), "state")));
-      HttpResponse<String> replay = http.post("/payments", key, "{\"amount\": 1}");
-      assertEquals(201, replay.statusCode());
-      assertEquals("charged", replay.body());
-      assertEquals("true", replay.headers().firstValue(IdempotencyGuard.REPLAYED_HEADER).orElse(null));
-      assertEquals(1, executions.get(), "never executed again");
-      assertEquals(0, guard.renewing(), "no renewal left once the answer is stored");
-    } finally {
-      guard.close();
-      vertx.close().await();
-    }
   }
 
   @Test

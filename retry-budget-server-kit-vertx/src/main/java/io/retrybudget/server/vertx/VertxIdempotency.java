@@ -34,7 +34,7 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class VertxIdempotency {
-  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(VertxIdempotency.class.getName());
+  private static final System.Logger LOG = System.getLogger(VertxIdempotency.class.getName());
 
   private VertxIdempotency() {}
 
@@ -48,7 +48,7 @@ public final class VertxIdempotency {
         // without a BodyHandler the fingerprint would silently leave the body out (another body
         // under the same key would get the first answer's replay): refuse to guard
         if (warned.compareAndSet(false, true)) {
-          LOG.severe("VertxIdempotency on " + ctx.request().method() + " " + ctx.request().path()
+          LOG.log(System.Logger.Level.ERROR, () -> "VertxIdempotency on " + ctx.request().method() + " " + ctx.request().path()
               + ": no BodyHandler ran before it on this route; every guarded request is answered 500 until one is added");
         }
         write(ctx.response(), Problems.of(500, "body-handler-missing", "Server misconfigured",

@@ -23,8 +23,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The Idempotency-Key store as a Jakarta Servlet 6.1 filter, for synchronous servlets (map it on
@@ -43,7 +41,7 @@ import java.util.logging.Logger;
  * guarded once: a later dispatch of it (the servlet's own, an error page) passes untouched.
  */
 public final class IdempotencyFilter implements Filter {
-  private static final Logger LOG = Logger.getLogger(IdempotencyFilter.class.getName());
+  private static final System.Logger LOG = System.getLogger(IdempotencyFilter.class.getName());
   private static final Object PASSED = new Object();
 
   private final IdempotencyGuard guard;
@@ -219,7 +217,7 @@ public final class IdempotencyFilter implements Filter {
   private void notResumed() {
     if (!asyncBroken) {
       asyncBroken = true;
-      LOG.log(Level.SEVERE, "IdempotencyFilter dispatched a request that did not come back through it (its claim "
+      LOG.log(System.Logger.Level.ERROR, "IdempotencyFilter dispatched a request that did not come back through it (its claim "
           + "was released): map it (and every filter after it) for DispatcherType.ASYNC as well as REQUEST; "
           + "waiting blocking from now on");
     }

@@ -37,13 +37,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * {@code java -jar server-kit/target/payments-example.jar}: a payments service whose
+ * {@code java -jar retry-budget-server-kit-examples/target/payments-example.jar}: a payments service whose
  * {@code POST /payments} charges once per Idempotency-Key. Environment: {@code PORT} (default 8080),
  * {@code REDIS_URL} (default: a local Redis it starts and owns), {@code DELAY_MS} (how long a charge
  * takes, default 0). See server-kit/README.md.
  */
 public final class PaymentsExample implements AutoCloseable {
-  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(PaymentsExample.class.getName());
+  private static final System.Logger LOG = System.getLogger(PaymentsExample.class.getName());
   private static final int MAX_BODY = 16 * 1024;
   private static final JsonFactory JSON = JsonFactory.builder().enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
@@ -140,7 +140,7 @@ public final class PaymentsExample implements AutoCloseable {
         VertxIdempotency.write(ctx.response(), Problems.of(413, "request-too-large", "Request body too large",
             "the body exceeds " + MAX_BODY + " bytes"));
       } else {
-        LOG.log(java.util.logging.Level.WARNING, "request failed", ctx.failure());
+        LOG.log(System.Logger.Level.WARNING, "request failed", ctx.failure());
         VertxIdempotency.write(ctx.response(), Problems.of(500, "internal", "Internal error", "the request failed"));
       }
     });

@@ -15,8 +15,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * {@link TieGuard} as a Servlet 6.1 filter: a tied copy that lost answers at once; one that runs
@@ -30,7 +28,7 @@ import java.util.logging.Logger;
 public final class TieFilter implements Filter {
   /** The most a tie's claim is waited for (the claim's future ends within the store's timeout first). */
   public static final long WAIT_BOUND_MILLIS = 10_000;
-  private static final Logger LOG = Logger.getLogger(TieFilter.class.getName());
+  private static final System.Logger LOG = System.getLogger(TieFilter.class.getName());
   private static final Object PASSED = new Object();
 
   private final TieGuard ties;
@@ -100,7 +98,7 @@ public final class TieFilter implements Filter {
   private void notResumed() {
     if (!asyncBroken) {
       asyncBroken = true;
-      LOG.log(Level.SEVERE, "TieFilter dispatched a request that did not come back through it: map it (and every "
+      LOG.log(System.Logger.Level.ERROR, "TieFilter dispatched a request that did not come back through it: map it (and every "
           + "filter after it) for DispatcherType.ASYNC as well as REQUEST; waiting blocking from now on");
     }
   }
