@@ -32,6 +32,11 @@ record RelayStormOptions(int clients, int relays, int clientsPerProcess, int war
         ratioPpm, floor, maxCallsPerSecond, maxAttempts, seed, fault, faultAtOutageSecond, relay);
   }
 
+  RelayStormOptions withCeiling(int maxCalls) {
+    return new RelayStormOptions(clients, relays, clientsPerProcess, warmupSeconds, healthySeconds, outageSeconds,
+        afterSeconds, firstPerSecond, ratioPpm, floor, maxCalls, maxAttempts, seed, fault, faultAtOutageSecond, relay);
+  }
+
   /** Recorded seconds (warm-up not included). */
   int seconds() {
     return healthySeconds + outageSeconds + afterSeconds;
