@@ -37,6 +37,12 @@ record RelayStormOptions(int clients, int relays, int clientsPerProcess, int war
         afterSeconds, firstPerSecond, ratioPpm, floor, maxCalls, maxAttempts, seed, fault, faultAtOutageSecond, relay);
   }
 
+  RelayStormOptions withClientsPerProcess(int perProcess) {
+    return new RelayStormOptions(clients, relays, perProcess, warmupSeconds, healthySeconds, outageSeconds,
+        afterSeconds, firstPerSecond, ratioPpm, floor, maxCallsPerSecond, maxAttempts, seed, fault, faultAtOutageSecond,
+        relay);
+  }
+
   /** Recorded seconds (warm-up not included). */
   int seconds() {
     return healthySeconds + outageSeconds + afterSeconds;

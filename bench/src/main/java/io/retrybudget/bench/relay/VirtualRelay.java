@@ -29,6 +29,8 @@ final class VirtualRelay {
   private boolean down;
   private boolean cutFromRedis;
   private int generation;
+  // a deliberately broken relay, for the test that shows its check catches it: every report applied twice
+  boolean appliesTwice;
   long calls; // client calls answered, ever
   long permitCalls; // client calls that asked for permits
   final long[] callsPerSecond;
@@ -85,6 +87,10 @@ final class VirtualRelay {
       permitCalls++;
     }
     callsPerSecond[Math.max(0, Math.min(callsPerSecond.length - 1, second))]++;
+    if (appliesTwice && call.requests() > 0) {
+      core.client(clientId + "-again", seq, new BudgetCall(call.name(), call.requests(), 0, 0, 0, 0, call.seed()),
+          time.millis());
+    }
     return CompletableFuture.completedFuture(core.client(clientId, seq, call, time.millis()));
   }
 

@@ -24,7 +24,8 @@ class RelayStormModelTest {
   private static RelayStormOptions small(int relays) {
     // 12 s of warm-up: a process's budgets defer their first calls over the fleet's flush interval
     // as their seed's ceiling gives it (1,000 / 0.9 x 100: 11 s, at most 10), relay or not
-    return RelayStormOptions.storm(1_000, relays).withSeconds(12, 3, 10, 2).withCeiling(100);
+    // processes of 100 clients: 10 processes, 5 at home on each relay
+    return RelayStormOptions.storm(1_000, relays).withSeconds(12, 3, 10, 2).withCeiling(100).withClientsPerProcess(100);
   }
 
   @Test
@@ -37,6 +38,7 @@ class RelayStormModelTest {
       s = RelayStormSummary.of(run.run());
       assertTrue(parity.compared() >= 200, "only " + parity.compared() + " calls compared with budget.lua");
     }
+    System.out.println("through relays: " + s.row());
     assertTrue(s.ratioInBand(), "every outage second in [0.03, 0.25]: " + s.row());
     assertTrue(s.meanInBand(), "the mean after the floor in [0.095, 0.115]: " + s.row());
     assertTrue(s.callsUnderCeiling(), "every second's Redis calls under 100: " + s.row());
@@ -49,6 +51,7 @@ class RelayStormModelTest {
   @Test
   void directCallsAtTheSameSizeMissTheCeilingAndTheLag() {
     RelayStormSummary s = RelayStormSummary.of(new RelayStormRun(small(0)).run());
+    System.out.println("direct: " + s.row());
     // the flush interval stops stretching at 10 s: 1,000 clients call 100 a second on flushes alone,
     // their permit calls on top, and Redis's count is seconds behind
     assertFalse(s.callsUnderCeiling(), "direct calls stayed under 100 a second: " + s.row());
@@ -58,6 +61,7 @@ class RelayStormModelTest {
   @Test
   void aRelayKilledMidStormCostsItsClientsUnderASecond() {
     RelayStormSummary s = RelayStormSummary.of(new RelayStormRun(small(2).withFault("kill", 3)).run());
+    System.out.println("relay killed: its clients answered again within " + s.servedAgainMillis() + " ms; " + s.row());
     assertTrue(s.servedAgainMillis() >= 0 && s.servedAgainMillis() <= 1_000,
         "its clients answered again after " + s.servedAgainMillis() + " ms");
     assertTrue(s.ratioInBand(), "every outage second in [0.03, 0.25]: " + s.row());
@@ -73,6 +77,14 @@ class RelayStormModelTest {
     // what was lost is the killed relay's unsent counts and its clients' calls in flight: a fraction of a second
     assertTrue(s.lost() <= s.made() / 20 / 2, s.lost() + " lost of " + s.made());
     assertTrue(s.ratioInBand(), s.row());
+  }
+
+  @Test
+  void theCountCheckCatchesARelayThatAppliesReportsTwice() {
+    RelayStormRun run = new RelayStormRun(small(2));
+    run.relays()[1].appliesTwice = true;
+    RelayStormSummary s = RelayStormSummary.of(run.run());
+    assertFalse(s.countedAtMostOnce(), s.counted() + " counted, " + s.lost() + " lost of " + s.made() + " made");
   }
 
   @Test
