@@ -88,7 +88,7 @@ class RelayStormModelTest {
   }
 
   @Test
-  void aRelayCutOffFromRedisGrantsOnlyItsPacedShare() {
+  void aRelayCutOffFromRedisDecidesAloneAndTheFleetsRatioHolds() {
     RelayStormRun run = new RelayStormRun(small(2).withFault("cut", 3)).run();
     RelayStormSummary s = RelayStormSummary.of(run);
     assertTrue(run.relays()[0].core().cutOff(), "relay 0 decides alone");
