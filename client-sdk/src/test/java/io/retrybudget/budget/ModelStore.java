@@ -8,7 +8,7 @@ import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
-import io.retrybudget.retry.FakeTime;
+import io.retrybudget.retry.RetryScheduler;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -39,7 +39,7 @@ final class ModelStore implements FleetRegistry.Port {
   }
 
   private final LongSupplier clock;
-  private final FakeTime time;
+  private final RetryScheduler time;
   private final long flushTimeoutMillis;
   /** The delivery and delay (ms) of the next call; the default answers at once. */
   private Supplier<long[]> faults = () -> new long[] {Delivery.FAST.ordinal(), 0};
@@ -65,7 +65,7 @@ final class ModelStore implements FleetRegistry.Port {
   long fallbackRetriesReported;
   final Map<Long, Long> runPerSecond = new HashMap<>(); // engine second -> calls Redis ran in it
 
-  ModelStore(LongSupplier clock, FakeTime time, long flushTimeoutMillis) {
+  ModelStore(LongSupplier clock, RetryScheduler time, long flushTimeoutMillis) {
     this.clock = clock;
     this.time = time;
     this.flushTimeoutMillis = flushTimeoutMillis;

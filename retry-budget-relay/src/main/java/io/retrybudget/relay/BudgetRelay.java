@@ -1,0 +1,312 @@
+package io.retrybudget.relay;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetMode;
+import io.retrybudget.budget.internal.PaceArithmetic;
+import io.retrybudget.budget.internal.PacedBalance;
+import io.retrybudget.budget.internal.SlidingWindowCounts;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import java.util.function.DoubleSupplier;
+
+/**
+ * One budget at one relay, a pure core (no I/O, no clock: time comes in as an argument; not
+ * thread-safe, the host runs it on one thread). Clients send it the calls they would send budget.lua
+ * ({@link #client}); it answers as budget.lua answers, from what it holds:
+ *
+ * <ul>
+ *   <li>their counts are summed and sent to Redis in one budget.lua call of the relay's own
+ *       ({@link #upstreamCall}), every 100-500 ms, so Redis's cost grows with the relays, not the clients;
+ *   <li>each such call also draws permits from the budget's paced balance for the asks expected until
+ *       the next one ({@link RelayArithmetic#drawSize}); Redis counts them granted as it hands them out,
+ *       and the relay hands them to its clients' asks ({@link PermitPool}); with none held an ask is
+ *       refused and counted as denied, as budget.lua refuses it;
+ *   <li>each report is applied at most once ({@link ReportLedger}); a call Redis did not apply (stale,
+ *       missing) is sent again with the next one, a call that failed is counted as lost (undercounting
+ *       is the safe side; a count is never sent twice);
+ *   <li>after {@link RelaySettings#failuresToCutOff} failed calls in a row the relay is cut off: it
+ *       decides from its own paced share, the budget's rule over its clients' first attempts with their
+ *       share of the floor ({@link RelayArithmetic#floorShareMicros}); it probes Redis with empty calls
+ *       and keeps its counts and those grants until Redis answers, then reports them (the grants as a
+ *       client's LOCAL fallback reports its own).
+ * </ul>
+ */
+public final class BudgetRelay {
+  private static final long PPM = PaceArithmetic.PPM;
+  /** An idle relay still calls this often, so Redis counts it in every fleet epoch and it learns changes. */
+  static final long KEEP_ALIVE_MILLIS = 10_000;
+  private static final long DEMAND_MILLIS = 2_000;
+
+  private final String name;
+  private final RelaySettings settings;
+  private final DoubleSupplier random;
+  private final ReportLedger ledger = new ReportLedger();
+  private final PermitPool pool = new PermitPool();
+  private final SlidingWindowCounts demand = new SlidingWindowCounts(DEMAND_MILLIS); // asks (requests), refusals clients made (denied)
+  private SlidingWindowCounts own = new SlidingWindowCounts(10_000); // first attempts received
+  private SlidingWindowCounts applied = new SlidingWindowCounts(10_000); // first attempts Redis applied from this relay
+  private BudgetConfig seed;
+  private BudgetReply upstream; // Redis's last applied reply
+  // counts to send with the next call
+  private long pendingRequests;
+  private long pendingDenied;
+  private long pendingRetries;
+  private long refusedDraws; // denials budget.lua counted for this relay's own draws: taken off the next reports
+  private long lostRequests;
+  private boolean inFlight;
+  private long nextUpstreamAt = Long.MIN_VALUE;
+  private long lastUpstreamAt = Long.MIN_VALUE;
+  private long intervalMillis;
+  private int failures;
+  private boolean cutOff;
+  private PacedBalance local;
+  private long localAdd; // first attempts not yet deposited in the local balance
+
+  public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
+    this.name = name;
+    this.settings = settings;
+    this.random = random;
+    this.intervalMillis = settings.minUpstreamMillis();
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /**
+   * A client's call ({@code seq}: its report number, strictly increasing per {@code clientId}) at
+   * {@code now}; the reply says what budget.lua would, with the fleet's size as this relay estimates it
+   * and a call ceiling in the client's terms ({@link RelayArithmetic#clientCeiling}).
+   */
+  public BudgetReply client(String clientId, long seq, BudgetCall call, long now) {
+    if (ledger.report(clientId, seq, now) == ReportLedger.Verdict.STALE) {
+      return reply(BudgetReply.STALE, 0, now);
+    }
+    if (seed == null) {
+      seed = call.seed();
+      nextUpstreamAt = now; // the first client: say hello to Redis at once
+    }
+    pendingRequests += call.requests();
+    pendingDenied += call.denied();
+    pendingRetries += call.retries();
+    own.add(now, call.requests(), call.retries(), call.denied());
+    localAdd += call.requests();
+    demand.add(now, call.need(), 0, call.denied());
+    if (call.need() == 0) {
+      return reply(BudgetReply.COUNTED, 0, now);
+    }
+    long granted = pool.take(call.need(), call.want(), now);
+    if (granted == 0 && cutOff) {
+      granted = takeLocal(call.need(), call.want(), now);
+    }
+    if (granted > 0) {
+      return reply(BudgetReply.GRANTED, granted, now);
+    }
+    pendingDenied += call.need();
+    if (mode() == BudgetMode.SHADOW) {
+      return reply(BudgetReply.SHADOW, call.need(), now);
+    }
+    return reply(BudgetReply.DENIED, 0, now);
+  }
+
+  /**
+   * The relay's own budget.lua call, if one is due at {@code now}: the counts summed since the last one
+   * and the permits to draw. Null when none is due, one is in flight, or no client has called yet. The
+   * host sends it with the relay's client id and numbering, then calls {@link #upstreamReplied} or
+   * {@link #upstreamFailed}.
+   */
+  public BudgetCall upstreamCall(long now) {
+    if (seed == null || inFlight || now < nextUpstreamAt) {
+      return null;
+    }
+    if (cutOff) {
+      // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
+      // going with calls that are likely lost
+      inFlight = true;
+      lastUpstreamAt = now;
+      return new BudgetCall(name, 0, 0, 0, 0, 0, seed);
+    }
+    long want = RelayArithmetic.drawSize(demandPerSecond(now), intervalMillis, pool.held(now),
+        BudgetCall.callCap(seed));
+    boolean idle = pendingRequests == 0 && pendingDenied == 0 && pendingRetries == 0 && want == 0;
+    if (idle && upstream != null && now - lastUpstreamAt < KEEP_ALIVE_MILLIS) {
+      scheduleNext(now);
+      return null;
+    }
+    // the denials budget.lua counted for refused draws are not the clients': as many of theirs stay out
+    long offset = Math.min(pendingDenied, refusedDraws);
+    refusedDraws -= offset;
+    pendingDenied -= offset;
+    BudgetCall c = new BudgetCall(name, pendingRequests, pendingDenied, pendingRetries, want > 0 ? 1 : 0, want, seed);
+    // what one call may not report (the trust model's cap) goes with the next
+    pendingRequests -= c.requests();
+    pendingDenied -= c.denied();
+    pendingRetries -= c.retries();
+    inFlight = true;
+    lastUpstreamAt = now;
+    return c;
+  }
+
+  /** Redis answered {@code sent} at {@code now}. */
+  public void upstreamReplied(BudgetCall sent, BudgetReply reply, long now) {
+    inFlight = false;
+    failures = 0;
+    if (!reply.applied()) {
+      giveBack(sent); // nothing of it was applied: it goes with the next call
+      scheduleNext(now);
+      return;
+    }
+    long windowMillis = reply.windowSeconds() * 1000L;
+    if (applied.windowMillis() != windowMillis) {
+      applied = new SlidingWindowCounts(windowMillis);
+      own = new SlidingWindowCounts(windowMillis);
+    }
+    applied.add(now, sent.requests(), 0, 0);
+    upstream = reply;
+    if (cutOff) {
+      cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
+      local = null;
+    }
+    if (BudgetReply.GRANTED.equals(reply.status())) {
+      pool.add(reply.granted(), now, settings.permitLifeMillis());
+    } else if (BudgetReply.DENIED.equals(reply.status())) {
+      refusedDraws += sent.need(); // budget.lua counted the relay's refused draw as a denial
+    }
+    scheduleNext(now);
+  }
+
+  /** The call {@code sent} failed or timed out: its counts are lost (it may have been applied). */
+  public void upstreamFailed(BudgetCall sent, long now) {
+    inFlight = false;
+    lostRequests += sent.requests();
+    if (++failures >= settings.failuresToCutOff() && !cutOff) {
+      cutOff = true;
+    }
+    scheduleNext(now);
+  }
+
+  private void giveBack(BudgetCall sent) {
+    pendingRequests += sent.requests();
+    pendingDenied += sent.denied();
+    pendingRetries += sent.retries();
+  }
+
+  private void scheduleNext(long now) {
+    long callers = upstream == null ? 1 : upstream.activeClients();
+    int ceiling = upstream == null ? seed.maxCallsPerSecond() : upstream.maxCallsPerSecond();
+    intervalMillis = RelayArithmetic.upstreamIntervalMillis(callers, ceiling, settings.upstreamShare(),
+        settings.minUpstreamMillis(), settings.maxUpstreamMillis());
+    // 0.75 to 1.25 of the interval: relays that started together do not call together
+    nextUpstreamAt = now + (long) (intervalMillis * (0.75 + 0.5 * random.getAsDouble()));
+  }
+
+  /** A grant from the relay's own paced share while cut off; it is reported to Redis as a fallback's grants are. */
+  private long takeLocal(long need, long want, long now) {
+    long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
+    boolean fresh = local == null;
+    if (fresh) {
+      local = new PacedBalance();
+    }
+    local.update(now, localAdd, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(), floor);
+    localAdd = 0;
+    if (fresh) {
+      local.drain(); // each time the relay is cut off its share starts from nothing
+    }
+    long available = PaceArithmetic.available(local.balance());
+    if (available < need) {
+      return 0;
+    }
+    long granted = Math.min(want, available);
+    local.take(granted);
+    pendingRetries += granted;
+    return granted;
+  }
+
+  private BudgetReply reply(String status, long granted, long now) {
+    long fleet = fleet(now);
+    long held = pool.held(now);
+    long next;
+    if (held > 0) {
+      next = 0;
+    } else if (cutOff && local != null) {
+      next = local.nextMillis();
+    } else {
+      next = Math.max(1, nextUpstreamAt - now + 1);
+    }
+    BudgetReply u = upstream;
+    return new BudgetReply(status, granted, u == null ? 0 : u.requests(), u == null ? 0 : u.retries(),
+        u == null ? 0 : u.denied(), u == null ? 0 : u.allowance(), fleet, ratioPpm(), windowSeconds(),
+        minRetriesPerSecond(), mode().wireName(), held, next, u == null ? 0 : u.refillPpm(),
+        RelayArithmetic.clientCeiling(settings.clientCallsPerSecond(), fleet, ledger.clients(now)));
+  }
+
+  /** The fleet's size as this relay estimates it ({@link RelayArithmetic#fleetEstimate}). */
+  public long fleet(long now) {
+    long mine = ledger.clients(now);
+    BudgetReply u = upstream;
+    return u == null ? mine : RelayArithmetic.fleetEstimate(mine, applied.requests(now), u.requests(), u.activeClients());
+  }
+
+  private double demandPerSecond(long now) {
+    return (demand.requests(now) + demand.denied(now)) * 1000.0 / DEMAND_MILLIS;
+  }
+
+  private long ratioPpm() {
+    return upstream != null ? upstream.ratioPpm() : seed != null ? seed.ratioPpm() : 0;
+  }
+
+  private int windowSeconds() {
+    return upstream != null ? upstream.windowSeconds() : seed != null ? seed.windowSeconds() : 10;
+  }
+
+  private int minRetriesPerSecond() {
+    return upstream != null ? upstream.minRetriesPerSecond() : seed != null ? seed.minRetriesPerSecond() : 0;
+  }
+
+  private BudgetMode mode() {
+    if (upstream != null) {
+      return BudgetMode.SHADOW.wireName().equals(upstream.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE;
+    }
+    return seed != null ? seed.mode() : BudgetMode.ENFORCE;
+  }
+
+  /** This relay's clients of the budget. */
+  public long clients(long now) {
+    return ledger.clients(now);
+  }
+
+  /** Forgets clients quiet for two fleet epochs ({@link ReportLedger#sweep}); for the host's timer. */
+  public int sweep(long now) {
+    return ledger.sweep(now);
+  }
+
+  /** When the next call to Redis is due (Long.MIN_VALUE before the first client called). */
+  public long nextUpstreamAt() {
+    return nextUpstreamAt;
+  }
+
+  /** Whether the relay decides from its own paced share because Redis did not answer. */
+  public boolean cutOff() {
+    return cutOff;
+  }
+
+  /** Permits held for the clients at {@code now}. */
+  public long held(long now) {
+    return pool.held(now);
+  }
+
+  /** Permits drawn from Redis and never handed out. */
+  public long droppedPermits() {
+    return pool.dropped();
+  }
+
+  /** First attempts of calls to Redis that failed: counted as lost (they may have been applied). */
+  public long lostRequests() {
+    return lostRequests;
+  }
+
+  /** First attempts received and not yet applied by Redis (sent or waiting). */
+  public long pendingRequests() {
+    return pendingRequests;
+  }
+}

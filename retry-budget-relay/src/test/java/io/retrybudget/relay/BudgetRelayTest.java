@@ -1,0 +1,232 @@
+package io.retrybudget.relay;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetMode;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import org.junit.jupiter.api.Test;
+
+class BudgetRelayTest {
+  private static final BudgetConfig SEED = BudgetConfig.builder("payments").ratio(0.1).minRetriesPerSecond(10).build();
+  private final BudgetRelay relay = new BudgetRelay("payments", RelaySettings.defaults(), () -> 0.5);
+
+  private static BudgetCall count(long requests) {
+    return new BudgetCall("payments", requests, 0, 0, 0, 0, SEED);
+  }
+
+  private static BudgetCall ask(long want) {
+    return new BudgetCall("payments", 0, 0, 0, 1, want, SEED);
+  }
+
+  /** budget.lua's reply: {@code status} with {@code granted}, a window of {@code requests}, {@code callers} callers. */
+  private static BudgetReply redis(String status, long granted, long requests, long callers, String mode) {
+    return new BudgetReply(status, granted, requests, 0, 0, requests / 10 + 100, callers, 100_000, 10, 10, mode, 0, 0,
+        20_000_000, 2_000);
+  }
+
+  private static BudgetReply redis(String status, long granted, long requests, long callers) {
+    return redis(status, granted, requests, callers, "enforce");
+  }
+
+  @Test
+  void countsOfManyClientsGoToRedisAsOneCall() {
+    assertNull(relay.upstreamCall(0), "no client yet: nothing to send");
+    for (int i = 0; i < 100; i++) {
+      BudgetReply r = relay.client("c" + i, 1, count(3), 0);
+      assertEquals(BudgetReply.COUNTED, r.status());
+    }
+    BudgetCall up = relay.upstreamCall(0);
+    assertNotNull(up, "the first client's call is a hello: due at once");
+    assertEquals(300, up.requests());
+    assertEquals(0, up.need());
+    assertEquals(SEED, up.seed(), "a client's seed seeds Redis");
+    assertNull(relay.upstreamCall(1), "one call in flight at a time");
+    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, 300, 1), 5);
+    assertEquals(0, relay.pendingRequests());
+    assertTrue(relay.nextUpstreamAt() >= 5 + 75 && relay.nextUpstreamAt() <= 5 + 125, "0.75 to 1.25 of 100 ms");
+  }
+
+  @Test
+  void aReportIsAppliedOnce() {
+    relay.client("a", 1, count(5), 0);
+    BudgetReply again = relay.client("a", 1, count(5), 1);
+    assertEquals(BudgetReply.STALE, again.status());
+    assertFalse(again.applied());
+    relay.client("a", 2, count(1), 2);
+    assertEquals(6, relay.upstreamCall(2).requests());
+  }
+
+  @Test
+  void asksDrawPermitsThatTheClientsAreGrantedFrom() {
+    relay.client("a", 1, count(10), 0);
+    BudgetCall hello = relay.upstreamCall(0);
+    relay.upstreamReplied(hello, redis(BudgetReply.COUNTED, 0, 10, 1), 1);
+    // with nothing held, an ask is refused and counted as denied; it says when the next draw comes
+    BudgetReply refused = relay.client("a", 2, ask(1), 2);
+    assertEquals(BudgetReply.DENIED, refused.status());
+    assertEquals(relay.nextUpstreamAt() - 2 + 1, refused.nextGrantMillis());
+    for (int i = 0; i < 99; i++) {
+      relay.client("b" + i, 1, ask(1), 3);
+    }
+    // 100 asks in the last 2 s: 50 a second, for about 100 ms (0.75-1.25 of it: here 100), a quarter more
+    BudgetCall draw = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(1, draw.need());
+    assertEquals(7, draw.want()); // ceil(50 * 0.1 * 1.25) = 7
+    assertEquals(100, draw.denied(), "the refusals the relay made");
+    relay.upstreamReplied(draw, redis(BudgetReply.GRANTED, 7, 10, 1), 110);
+    assertEquals(7, relay.held(110));
+    BudgetReply lease = relay.client("a", 3, ask(4), 111);
+    assertEquals(BudgetReply.GRANTED, lease.status());
+    assertEquals(4, lease.granted());
+    assertEquals(3, lease.available());
+    assertEquals(0, lease.nextGrantMillis());
+    assertEquals(3, relay.client("b0", 2, ask(4), 112).granted(), "what is left");
+    // drawn permits not handed out within their life are dropped (Redis counted them: the safe side)
+    relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(0, relay.droppedPermits());
+  }
+
+  @Test
+  void aRefusedDrawIsNotCountedAsAClientsDenial() {
+    relay.client("a", 1, ask(1), 0); // refused, 1 denial
+    BudgetCall draw = relay.upstreamCall(0);
+    assertEquals(1, draw.denied());
+    assertEquals(1, draw.need());
+    // budget.lua refused the draw and counted one denial for it
+    relay.upstreamReplied(draw, redis(BudgetReply.DENIED, 0, 0, 1), 1);
+    relay.client("a", 2, ask(1), 2);
+    relay.client("a", 3, ask(1), 3);
+    BudgetCall next = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(1, next.denied(), "2 refusals less the one budget.lua counted for the draw");
+  }
+
+  @Test
+  void aCallRedisDidNotApplyGoesAgainAndAFailedOneIsLost() {
+    relay.client("a", 1, count(10), 0);
+    BudgetCall first = relay.upstreamCall(0);
+    relay.upstreamReplied(first, redis(BudgetReply.STALE, 0, 0, 1), 1);
+    relay.client("a", 2, count(5), 2);
+    BudgetCall second = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(15, second.requests(), "not applied: sent again");
+    relay.upstreamFailed(second, 200);
+    assertEquals(15, relay.lostRequests(), "may have been applied: never sent twice");
+    assertEquals(0, relay.pendingRequests());
+    assertFalse(relay.cutOff(), "one failure is not a cut");
+  }
+
+  @Test
+  void aRelayCutOffFromRedisGrantsItsOwnPacedShareAndReportsItLater() {
+    long t = 0;
+    relay.client("a", 1, count(1), t);
+    BudgetCall hello = relay.upstreamCall(t);
+    relay.upstreamReplied(hello, redis(BudgetReply.COUNTED, 0, 1, 1), t);
+    long seq = 1;
+    long grants = 0;
+    long firstAttempts = 1;
+    int failures = 0;
+    // 10 s of 1,000 first attempts a second in 10 ms steps, every one asking; Redis gone from 1 s on
+    long cutAt = -1;
+    long firstAttemptsAtCut = 0;
+    for (t = 10; t <= 10_000; t += 10) {
+      if (cutAt < 0 && relay.cutOff()) {
+        cutAt = t;
+        firstAttemptsAtCut = firstAttempts;
+      }
+      firstAttempts += 10;
+      relay.client("a", ++seq, new BudgetCall("payments", 10, 0, 0, 0, 0, SEED), t);
+      for (int i = 0; i < 10; i++) {
+        BudgetReply r = relay.client("a", ++seq, ask(1), t);
+        grants += r.granted();
+      }
+      BudgetCall up = relay.upstreamCall(t);
+      if (up != null) {
+        if (t < 1_000) {
+          relay.upstreamReplied(up, redis(up.need() > 0 ? BudgetReply.GRANTED : BudgetReply.COUNTED, up.want(),
+              firstAttempts, 1), t);
+        } else {
+          relay.upstreamFailed(up, t);
+          failures++;
+        }
+      }
+    }
+    assertTrue(relay.cutOff());
+    assertTrue(failures >= 2);
+    // cut off for about 8.8 s: the relay's one client is the whole fleet, so ratio 0.1 plus the floor of 10
+    assertTrue(grants > 0);
+    // Redis answers again: the grants made alone are reported as a fallback's are
+    relay.client("a", ++seq, count(0), t);
+    BudgetCall probe = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(0, probe.requests() + probe.denied() + probe.retries() + probe.want(), "an empty probe: counts wait");
+    relay.upstreamReplied(probe, redis(BudgetReply.COUNTED, 0, firstAttempts, 1), t + 1);
+    assertFalse(relay.cutOff());
+    BudgetCall back = relay.upstreamCall(relay.nextUpstreamAt());
+    assertTrue(back.requests() >= 8_800, "the first attempts counted while cut off: " + back.requests());
+    // its paced share: 0.1 of the first attempts while cut off, plus the floor (its one client is the
+    // whole fleet), from nothing when the cut began, at most one permit ahead
+    double share = 0.1 * (firstAttempts - firstAttemptsAtCut) + 10 * (t - cutAt) / 1000.0;
+    assertTrue(back.retries() >= share - 2 && back.retries() <= share + 1,
+        "grants while cut off: " + back.retries() + ", the paced share " + share);
+  }
+
+  @Test
+  void theReplyTellsTheFleetAndACeilingInTheClientsTerms() {
+    for (int i = 0; i < 250; i++) {
+      relay.client("c" + i, 1, count(4), 0);
+    }
+    BudgetCall up = relay.upstreamCall(0);
+    // Redis holds 4 callers, and 4 times this relay's first attempts
+    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, 4_000, 4), 1);
+    BudgetReply r = relay.client("c0", 2, count(0), 2);
+    assertEquals(1_000, r.activeClients(), "250 clients scaled by a quarter of the first attempts");
+    assertEquals(1_000, relay.fleet(2));
+    assertEquals(400_000, r.maxCallsPerSecond(), "100,000 a second for 250 of 1,000 clients");
+    assertEquals(20_000_000, r.refillPpm(), "the budget's rate, as Redis said");
+    assertEquals(100_000, r.ratioPpm());
+    assertEquals(10, r.minRetriesPerSecond());
+  }
+
+  @Test
+  void shadowModeGrantsWhatItWouldRefuseAndCountsItDenied() {
+    relay.client("a", 1, count(1), 0);
+    BudgetCall up = relay.upstreamCall(0);
+    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, 1, 1, BudgetMode.SHADOW.wireName()), 1);
+    BudgetReply r = relay.client("a", 2, new BudgetCall("payments", 0, 0, 0, 2, 3, SEED), 2);
+    assertEquals(BudgetReply.SHADOW, r.status());
+    assertEquals(2, r.granted(), "the need");
+    assertEquals(2, relay.upstreamCall(relay.nextUpstreamAt()).denied());
+  }
+
+  @Test
+  void reportsAboveWhatOneCallMayCarryGoWithTheNext() {
+    long cap = BudgetCall.callCap(SEED);
+    relay.client("a", 1, new BudgetCall("payments", cap, 0, 0, 0, 0, SEED), 0);
+    relay.client("b", 1, new BudgetCall("payments", 5, 0, 0, 0, 0, SEED), 0);
+    BudgetCall up = relay.upstreamCall(0);
+    assertEquals(cap, up.requests());
+    assertEquals(5, relay.pendingRequests());
+    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, cap, 1), 1);
+    assertEquals(5, relay.upstreamCall(relay.nextUpstreamAt()).requests());
+  }
+
+  @Test
+  void anIdleRelayCallsOnlyToStayKnown() {
+    relay.client("a", 1, count(1), 0);
+    BudgetCall up = relay.upstreamCall(0);
+    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, 1, 1), 0);
+    int calls = 0;
+    for (long t = 1; t <= 30_000; t++) {
+      BudgetCall c = relay.upstreamCall(t);
+      if (c != null) {
+        calls++;
+        relay.upstreamReplied(c, redis(BudgetReply.COUNTED, 0, 1, 1), t);
+      }
+    }
+    assertEquals(3, calls, "every 10 s, not every 100 ms");
+  }
+}

@@ -1,0 +1,63 @@
+package io.retrybudget.relay;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.retrybudget.budget.internal.FleetCount;
+import io.retrybudget.relay.ReportLedger.Verdict;
+import org.junit.jupiter.api.Test;
+
+class ReportLedgerTest {
+  private static final long E = FleetCount.EPOCH_MILLIS;
+
+  @Test
+  void aReportIsAppliedOnceAndAnOvertakenOneNever() {
+    ReportLedger l = new ReportLedger();
+    assertEquals(Verdict.NEW, l.report("a", 1, 0));
+    assertEquals(Verdict.STALE, l.report("a", 1, 1), "the same report again");
+    assertEquals(Verdict.NEW, l.report("a", 3, 2));
+    assertEquals(Verdict.STALE, l.report("a", 2, 3), "overtaken by 3");
+    assertEquals(Verdict.NEW, l.report("b", 1, 3), "numbers are per client");
+    assertThrows(IllegalArgumentException.class, () -> l.report("a", 0, 4));
+    assertThrows(IllegalArgumentException.class, () -> l.report("", 5, 4));
+  }
+
+  @Test
+  void clientsAreCountedOncePerEpochAndTheLastEpochHolds() {
+    ReportLedger l = new ReportLedger();
+    for (int i = 0; i < 100; i++) {
+      l.report("c" + i, 1, 10);
+      l.report("c" + i, 2, 20);
+    }
+    assertEquals(100, l.clients(30));
+    // the next epoch: none counted yet, the last epoch's 100 hold
+    assertEquals(100, l.clients(E + 1));
+    l.report("c0", 3, E + 1);
+    assertEquals(100, l.clients(E + 2));
+    // two epochs on, only the client that called in the one before is left
+    assertEquals(1, l.clients(2 * E + 1));
+  }
+
+  @Test
+  void quietClientsAreSweptOncePerEpochOffThePath() {
+    ReportLedger l = new ReportLedger();
+    l.report("old", 1, 0);
+    l.report("live", 1, 0);
+    assertEquals(0, l.sweep(1));
+    l.report("live", 2, 2 * E);
+    l.report("live", 3, 3 * E);
+    assertEquals(1, l.sweep(3 * E));
+    assertEquals(0, l.sweep(3 * E + 5), "once per epoch");
+    assertEquals(1, l.entries());
+    // a client back after being swept starts again: its numbers only grow, so nothing is applied twice
+    assertEquals(Verdict.NEW, l.report("old", 2, 3 * E + 6));
+  }
+
+  @Test
+  void aClockThatWentBackCountsAClientAgainRatherThanDroppingIt() {
+    ReportLedger l = new ReportLedger();
+    l.report("a", 1, 2 * E);
+    assertEquals(Verdict.NEW, l.report("a", 2, E));
+    assertEquals(1, l.clients(E));
+  }
+}
