@@ -38,9 +38,9 @@ class FleetStartTest {
    * needs no call to time out unless Redis is paused. A step flushes up to 2,000 budgets at once (a
    * whole fleet: 10,000), about 30 us of Redis and as much of Lettuce a call, so 60-300 ms of CPU; at
    * a load of 16 on 2 cores a process gets about an eighth of a core, so the last reply of a step can
-   * come over a second after the first call. At 1 s (Lettuce's default and the old call timeout) a
-   * loaded machine turned replies into failures: budgets degraded or stayed degraded. 5 s is the
-   * longest call timeout the builder takes.
+   * come over a second after the first call, and at 1 s (Lettuce's default and the old call timeout)
+   * such a reply counts as a failure that degrades its budget. 5 s is the longest call timeout the
+   * builder takes.
    */
   private static final Duration PATIENT = Duration.ofSeconds(5);
 
