@@ -95,7 +95,11 @@ class VertxRetryTest {
 
   @BeforeAll
   static void start() throws Exception {
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1)).build();
+    // the subject is the Vert.x integration, not Redis's speed: the longest timeouts the client takes.
+    // At 1 s (Lettuce's default command timeout) a budget call on a machine at a load of 20 timed out
+    // and the retry was refused by the fallback ("refused a retry (fallback)")
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).build();
     busyTime = new LoopBusyTime();
     vertx = Vertx.vertx(new VertxOptions().setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.MILLISECONDS)
         .setMaxEventLoopExecuteTime(BLOCKED_MS).setMaxEventLoopExecuteTimeUnit(TimeUnit.MILLISECONDS));
