@@ -33,6 +33,16 @@ class FleetStartTest {
   private static final int FLEET = 10_000;
   private static final int CEILING = BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND;
   private static final long STEP = 100;
+  /**
+   * The client's call timeout and Lettuce's command timeout, which run on real time: correctness here
+   * needs no call to time out unless Redis is paused. A step flushes up to 2,000 budgets at once (a
+   * whole fleet: 10,000), about 30 us of Redis and as much of Lettuce a call, so 60-300 ms of CPU; at
+   * a load of 16 on 2 cores a process gets about an eighth of a core, so the last reply of a step can
+   * come over a second after the first call, and at 1 s (Lettuce's default and the old call timeout)
+   * such a reply counts as a failure that degrades its budget. 5 s is the longest call timeout the
+   * builder takes.
+   */
+  private static final Duration PATIENT = Duration.ofSeconds(5);
 
   private final AtomicLong now = new AtomicLong(1_000_000);
   private final Random random = new Random(17);
@@ -43,9 +53,8 @@ class FleetStartTest {
   @BeforeEach
   void start() {
     redis.flushAll();
-    client = RedisBudgetClient.builder(redis.connectionOptions().build())
-        .callTimeout(Duration.ofSeconds(1)) // correctness here: no call times out unless Redis is paused
-        .millisClock(now::get).random(random::nextDouble).build();
+    client = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(PATIENT).build())
+        .callTimeout(PATIENT).millisClock(now::get).random(random::nextDouble).build();
   }
 
   @AfterEach
@@ -130,8 +139,8 @@ class FleetStartTest {
     // reply counts only the clients heard so far; scaled by the share of its own budgets heard
     // (1 of 100 heard with N = 1,000 reported: about 10 x 1,000) it knows the fleet's size early
     for (int p = 0; p < 10; p++) {
-      processes.add(RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
-          .millisClock(now::get).random(random::nextDouble).build());
+      processes.add(RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(PATIENT).build())
+          .callTimeout(PATIENT).millisClock(now::get).random(random::nextDouble).build());
     }
     BudgetConfig config = BudgetConfig.builder("ten-processes").windowSeconds(60).build();
     List<CompletableFuture<Void>> flushes = new ArrayList<>();
@@ -250,7 +259,10 @@ class FleetStartTest {
     BudgetConfig config = BudgetConfig.builder("late").windowSeconds(60).build();
     RedisRetryBudget b = (RedisRetryBudget) patient.budget(config);
     BudgetKeys keys = new BudgetKeys(config.name());
-    Eventually.await("the hello reached Redis", Duration.ofSeconds(5),
+    // the waits below are for real replies and the client's real timer: long, since on a loaded machine
+    // (a load of 30, after this class's 10,000-budget runs) the hello took over 5 s; the test's claim
+    // is what the late reply teaches, not how soon it comes
+    Eventually.await("the hello reached Redis", Duration.ofSeconds(30),
         () -> (Long) redis.server().call("EXISTS", keys.window()) == 1 && b.learned().activeClients() == 1);
     // the fleet as 10,000 clients would have left it in the window ring
     new WindowRing(redis.server(), keys).plantClients(FLEET);
@@ -265,7 +277,7 @@ class FleetStartTest {
     }
     // (FLEET + 1 when Redis's clock entered a new bucket meanwhile: this client is counted there too)
     try {
-      Eventually.await("the late reply taught the fleet's size", Duration.ofSeconds(5), () -> b.learned().activeClients() >= FLEET);
+      Eventually.await("the late reply taught the fleet's size", Duration.ofSeconds(30), () -> b.learned().activeClients() >= FLEET);
     } catch (AssertionError e) {
       throw new AssertionError(e.getMessage() + "; learned " + b.learned() + ", degraded " + b.isDegraded(), e);
     }

@@ -57,9 +57,14 @@ class ScriptFlushStormTest {
   @Test
   void scriptFlushMidStormDegradesNoClientAndLosesNoCount() throws Exception {
     redis.server().restart();
-    // a generous call timeout: this test is about NOSCRIPT, not about a slow shared machine
-    try (RedisBudgetClient client = RedisBudgetClient.builder(redis.connectionOptions().build())
-        .callTimeout(Duration.ofSeconds(2)).flushInterval(Duration.ofMillis(50)).exhaustedCacheTime(Duration.ZERO).build()) {
+    // this test is about NOSCRIPT, not about a slow machine, so the client takes the longest timeouts
+    // it allows (Lettuce's command timeout was its default 1 s, under the old 2 s call timeout, and so
+    // the real bound). A reply waits for Lettuce's one I/O thread, which shares the JVM with the
+    // storm's 200 busy threads: at a load of 16 on 2 cores that is over 200 runnable threads, and a
+    // thread can wait a second for a core; 5 s is five such waits in a row
+    try (RedisBudgetClient client = RedisBudgetClient.builder(redis.connectionOptions()
+            .commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).flushInterval(Duration.ofMillis(50)).exhaustedCacheTime(Duration.ZERO).build()) {
       BudgetConfig config = BudgetConfig.builder(NAME).ratio(0.5).windowSeconds(300).minRetriesPerSecond(100).build();
       List<RedisRetryBudget> budgets = new ArrayList<>();
       for (int i = 0; i < STREAMS; i++) {

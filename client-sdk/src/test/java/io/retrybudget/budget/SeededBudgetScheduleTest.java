@@ -6,7 +6,9 @@ import io.retrybudget.budget.ModelStore.Delivery;
 import io.retrybudget.budget.internal.FleetCount;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
@@ -37,8 +39,9 @@ import org.junit.jupiter.api.Test;
 class SeededBudgetScheduleTest {
   private static final long CALL_TIMEOUT = 20;
   // calls Redis ran in the seconds once the fleet was known, by fleet size and ceiling: {seconds, calls, most in one}
-  private final java.util.Map<String, long[]> callsKnown = new java.util.TreeMap<>();
-  // the engine says once per budget that Redis holds another configuration: 10,000 schedules of it
+  private final Map<String, long[]> callsKnown = new TreeMap<>();
+  private static final int THREADS = Integer.getInteger("scheduleThreads",
+      Math.min(2, Runtime.getRuntime().availableProcessors()));
   private static final java.util.logging.Logger QUIET = java.util.logging.Logger.getLogger(RedisRetryBudget.class.getName());
 
   @Test
@@ -46,26 +49,94 @@ class SeededBudgetScheduleTest {
     long seedProperty = Long.getLong("seed", -1);
     int schedules = Integer.getInteger("schedules", 10_000);
     long started = System.nanoTime();
-    long cpuStarted = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
-    long steps = 0;
     long firstSeed = Long.getLong("firstSeed", 0); // -DfirstSeed=S -Dschedules=N: seeds S .. S+N-1 (split long runs)
     long first = seedProperty >= 0 ? seedProperty : firstSeed;
     long end = seedProperty >= 0 ? seedProperty + 1 : firstSeed + schedules;
-    double[] slow = new double[2];
-    for (long seed = first; seed < end; seed++) {
-      try {
-        steps += schedule(seed, engine -> {}, slow);
-      } catch (AssertionError | RuntimeException e) {
-        throw new AssertionError("schedule with seed " + seed + " (replay with -Dseed=" + seed + "): " + e.getMessage(), e);
-      }
+    Tally t = runSchedules(first, end, engine -> {}, true);
+    if (!t.failures.isEmpty()) {
+      Map.Entry<Long, Throwable> f = t.failures.firstEntry();
+      throw new AssertionError("schedule with seed " + f.getKey() + " (replay with -Dseed=" + f.getKey() + "): "
+          + f.getValue().getMessage(), f.getValue());
     }
+    callsKnown.putAll(t.callsKnown);
     if (end - first >= 100) {
-      assertSlowPhasesYield(slow);
+      assertSlowPhasesYield(t.slow);
       assertCallsUnderTheCeiling();
     }
-    System.out.printf("SeededBudgetScheduleTest: %,d schedules, %,d steps, %.1f s (%.1f s of CPU)%n", end - first, steps,
-        (System.nanoTime() - started) / 1e9,
-        (java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime() - cpuStarted) / 1e9);
+    System.out.printf("SeededBudgetScheduleTest: %,d schedules, %,d steps, %.1f s (%.1f s of CPU on %d threads)%n",
+        end - first, t.steps, (System.nanoTime() - started) / 1e9, t.cpuNanos / 1e9, THREADS);
+  }
+
+  /**
+   * What a run of schedules adds up to: steps, the slow phases' grants and paced share, the calls a
+   * second by fleet size and ceiling, the CPU time spent, and each failed schedule's error by seed.
+   */
+  static final class Tally {
+    long steps;
+    long cpuNanos;
+    final double[] slow = new double[2];
+    final Map<String, long[]> callsKnown = new TreeMap<>();
+    final TreeMap<Long, Throwable> failures = new TreeMap<>();
+
+    void add(Tally o) {
+      steps += o.steps;
+      cpuNanos += o.cpuNanos;
+      slow[0] += o.slow[0];
+      slow[1] += o.slow[1];
+      o.callsKnown.forEach((k, v) -> {
+        long[] t = callsKnown.computeIfAbsent(k, x -> new long[3]);
+        t[0] += v[0];
+        t[1] += v[1];
+        t[2] = Math.max(t[2], v[2]);
+      });
+      failures.putAll(o.failures);
+    }
+  }
+
+  /**
+   * Schedules are independent (each its own engine, store and fake clock), so seeds {@code first ..
+   * end-1} run striped over {@link #THREADS} threads (-DscheduleThreads=N; 1 runs them in order):
+   * the 10,000 cost 27 s of CPU, and in a build the module's other tests wait on real I/O. With
+   * {@code stopAtFirstFailure}, each thread stops at its first failing seed.
+   */
+  private static Tally runSchedules(long first, long end, Consumer<FakeEngine> variant, boolean stopAtFirstFailure) {
+    // the engine says once per budget that Redis holds another configuration: quiet only while the
+    // schedules run (other tests in this JVM read the engine's log: RegistrationTest)
+    java.util.logging.Level was = QUIET.getLevel();
+    QUIET.setLevel(java.util.logging.Level.WARNING);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(THREADS);
+    try {
+      List<java.util.concurrent.Future<Tally>> parts = new ArrayList<>();
+      for (int k = 0; k < THREADS; k++) {
+        long from = first + k;
+        parts.add(pool.submit(() -> {
+          Tally t = new Tally();
+          long cpu = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+          for (long seed = from; seed < end; seed += THREADS) {
+            try {
+              t.steps += run(seed, variant, t);
+            } catch (AssertionError | RuntimeException e) {
+              t.failures.put(seed, e);
+              if (stopAtFirstFailure) {
+                break;
+              }
+            }
+          }
+          t.cpuNanos = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime() - cpu;
+          return t;
+        }));
+      }
+      Tally all = new Tally();
+      for (java.util.concurrent.Future<Tally> part : parts) {
+        all.add(part.get());
+      }
+      return all;
+    } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+      throw new IllegalStateException(e);
+    } finally {
+      pool.shutdownNow();
+      QUIET.setLevel(was);
+    }
   }
 
   @Test
@@ -120,19 +191,11 @@ class SeededBudgetScheduleTest {
   }
 
   private void assertCaught(String what, Consumer<FakeEngine> breakIt) {
-    int caught = 0;
-    String first = null;
-    double[] slow = new double[2];
-    for (long seed = 0; seed < 300; seed++) {
-      try {
-        schedule(seed, breakIt, slow);
-      } catch (AssertionError e) {
-        caught++;
-        first = first == null ? e.getMessage() : first;
-      }
-    }
+    Tally t = runSchedules(0, 300, breakIt, false);
+    int caught = t.failures.size();
+    String first = t.failures.isEmpty() ? null : t.failures.firstEntry().getValue().getMessage();
     try {
-      assertSlowPhasesYield(slow);
+      assertSlowPhasesYield(t.slow);
     } catch (AssertionError e) {
       caught++;
       first = first == null ? e.getMessage() : first;
@@ -142,19 +205,23 @@ class SeededBudgetScheduleTest {
     System.out.println("broken engine caught by " + caught + " of 300 schedules, first: " + first);
   }
 
-  /** One schedule; returns its steps, and adds its slow phase's grants and paced share to {@code slow}. */
+  /** One schedule, quietly, on this thread; returns its steps, and adds its slow phase to {@code slow}. */
   long schedule(long seed, Consumer<FakeEngine> variant, double[] slow) {
-    // quiet only while it runs: other tests in this JVM read the engine's log (RegistrationTest)
     java.util.logging.Level was = QUIET.getLevel();
     QUIET.setLevel(java.util.logging.Level.WARNING);
     try {
-      return run(seed, variant, slow);
+      Tally t = new Tally();
+      long steps = run(seed, variant, t);
+      slow[0] += t.slow[0];
+      slow[1] += t.slow[1];
+      return steps;
     } finally {
       QUIET.setLevel(was);
     }
   }
 
-  private long run(long seed, Consumer<FakeEngine> variant, double[] slow) {
+  /** One schedule; returns its steps, and adds its slow phase and calls a second to {@code tally}. */
+  private static long run(long seed, Consumer<FakeEngine> variant, Tally tally) {
     SplittableRandom r = new SplittableRandom(seed);
     FakeEngine engine = new FakeEngine(CALL_TIMEOUT, FallbackPolicy.LOCAL, r::nextDouble);
     variant.accept(engine);
@@ -164,7 +231,7 @@ class SeededBudgetScheduleTest {
     store.redisClockAhead(r.nextLong(FleetCount.EPOCH_MILLIS));
     long flushTimeout = store.flushTimeoutMillis();
     int n = r.nextInt(20) == 0 ? 20 + r.nextInt(21) : 2 + r.nextInt(7); // one in 20: a fleet of 20 to 40
-    ScheduleHistory h = new ScheduleHistory(engine, n, CALL_TIMEOUT, callsKnown);
+    ScheduleHistory h = new ScheduleHistory(engine, n, CALL_TIMEOUT, tally.callsKnown);
     h.configure(r, store);
     List<RedisRetryBudget> budgets = new ArrayList<>();
     BudgetConfig seedConfig = BudgetConfig.builder("seeded").ratio(0.1).minRetriesPerSecond(0).windowSeconds(10).build();
@@ -219,8 +286,8 @@ class SeededBudgetScheduleTest {
     long requests = h.firstAttempts - requestsBefore;
     long asks = h.asks - asksBefore;
     double paced = Math.min(asks, requests * (ratioPpm / 1e6) + floor * 10.0);
-    slow[0] += grants;
-    slow[1] += paced;
+    tally.slow[0] += grants;
+    tally.slow[1] += paced;
     assertTrue(grants >= paced / 3 - n, "the slow phase: " + grants + " grants for " + asks + " asks, " + requests
         + " first attempts at ratio " + ratioPpm / 1e6 + ", floor " + floor + " (" + n + " budgets; decisions " + h.reasons
         + ", budgets " + budgets + ")");

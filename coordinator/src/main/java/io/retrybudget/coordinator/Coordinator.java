@@ -1,5 +1,15 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.ConnectionGuard;
+import io.retrybudget.coordinator.http.GuardedTransport;
+import io.retrybudget.coordinator.http.PipelineSelfTest;
+import io.retrybudget.coordinator.http.VertxInternals;
+import io.retrybudget.coordinator.http.BoundedHttpTags;
+import io.retrybudget.coordinator.budgets.BudgetsFile;
+import io.retrybudget.coordinator.budgets.BudgetService;
+import io.retrybudget.coordinator.budgets.IndexBackfill;
+import io.retrybudget.coordinator.budgets.ConfigUpdate;
+import io.retrybudget.coordinator.status.StatusPage;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
@@ -15,7 +25,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerOptions;
-import io.vertx.core.internal.VertxInternal;
 import io.vertx.micrometer.Label;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsOptions;
@@ -89,6 +98,7 @@ public final class Coordinator implements AutoCloseable {
   /** Starts everything; blocks until the HTTP server listens. Throws when any part cannot start. */
   public static Coordinator start(CoordinatorConfig config) throws Exception {
     LettuceLogThrottle.install(); // Lettuce's per-command WARNINGs, at most one per kind every 10 s
+    PipelineSelfTest.run(); // the Vert.x internals the connection guard relies on, once per process
     Map<String, ConfigUpdate> fileBudgets = config.budgetsFile() == null ? Map.of() : BudgetsFile.read(config.budgetsFile());
     LocalRedis local = null;
     RedisBudgetStore store = null;
@@ -131,7 +141,7 @@ public final class Coordinator implements AutoCloseable {
           .withMetrics(new MicrometerMetricsFactory(registry))
           .withTransport(new GuardedTransport(guard))
           .build();
-      store = RedisBudgetStore.connect(redis, ((VertxInternal) vertx).nettyEventLoopGroup());
+      store = RedisBudgetStore.connect(redis, VertxInternals.eventLoopGroup(vertx));
       BudgetService budgets = new BudgetService(store, vertx, config.redisTimeout(), config.autoCreate());
       for (Map.Entry<String, ConfigUpdate> e : fileBudgets.entrySet()) {
         await(budgets.configure(e.getKey(), e.getValue()));

@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.HttpLimits;
 import io.lettuce.core.RedisURI;
 import java.nio.file.Path;
 import java.security.SecureRandom;

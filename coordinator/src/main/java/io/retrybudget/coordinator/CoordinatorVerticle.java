@@ -1,5 +1,11 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.BoundedHttpTags;
+import io.retrybudget.coordinator.api.MetricsScrape;
+import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.budgets.BudgetService;
+import io.retrybudget.coordinator.budgets.BudgetGauges;
+import io.retrybudget.coordinator.budgets.ConfigUpdate;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;

@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.api.RedisErrors;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Logger;
 

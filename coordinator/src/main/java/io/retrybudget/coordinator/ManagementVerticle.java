@@ -1,5 +1,10 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.ConnectionGuard;
+import io.retrybudget.coordinator.api.MetricsScrape;
+import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.api.RedisErrors;
+import io.retrybudget.coordinator.budgets.BudgetService;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Context;
 import io.vertx.core.Future;

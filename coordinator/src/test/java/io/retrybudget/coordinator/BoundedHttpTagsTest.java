@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.BoundedHttpTags;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.micrometer.core.instrument.Counter;

@@ -204,6 +204,15 @@ final class HostileAttacks {
     final List<String> slow = new ArrayList<>();
     /** When each missed probe began, ms since the prober started (guarded by {@link #slow}). */
     private final List<Long> missedAt = new ArrayList<>();
+    /** Each missed probe's start and end, System.nanoTime() (guarded by {@link #slow}). */
+    private final List<long[]> missed = new ArrayList<>();
+
+    /** Missed probes during which {@code stalls} saw no stall of the machine: the server's own misses. */
+    int missesOutside(MachineStalls stalls) {
+      synchronized (slow) {
+        return (int) missed.stream().filter(m -> !stalls.during(m[0], m[1])).count();
+      }
+    }
 
     /** Probes that began in [fromMillis, toMillis] (since the prober started) and missed. */
     int missesBetween(long fromMillis, long toMillis) {
@@ -232,6 +241,7 @@ final class HostileAttacks {
           failures.incrementAndGet();
           synchronized (slow) {
             missedAt.add((start - born) / 1_000_000);
+            missed.add(new long[] {start, System.nanoTime()});
             slow.add((start - born) / 1_000_000 + " ms: " + ms + " ms");
           }
         }
@@ -250,6 +260,68 @@ final class HostileAttacks {
             + " ms (slowest connect " + SLOWEST_CONNECT_MILLIS.get() + " ms)"
             + (slow.isEmpty() ? "" : "; first misses at " + slow.subList(0, Math.min(10, slow.size())));
       }
+    }
+  }
+
+  /**
+   * The control for a {@link Prober}: PING on a fresh connection to a redis-server, a process of its
+   * own that does nothing else, every 50 ms. A PING that takes over {@link #STALL_MS} (it takes about
+   * 1 ms) means the machine kept processes off its cores: at a load average of 16 on 2 cores a
+   * runnable thread can wait a second for one. A probe of the server that missed while such a stall
+   * was under way says nothing about the server; one that missed while the control answered at once
+   * does.
+   */
+  static final class MachineStalls implements AutoCloseable {
+    static final long STALL_MS = 300;
+    private final List<long[]> stalls = new ArrayList<>();
+    private final java.util.concurrent.ScheduledExecutorService timer =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+          Thread t = new Thread(r, "stall-control");
+          t.setDaemon(true);
+          return t;
+        });
+
+    MachineStalls(int redisPort) {
+      timer.scheduleWithFixedDelay(() -> {
+        long start = System.nanoTime();
+        boolean ok = ping(redisPort);
+        long end = System.nanoTime();
+        if (!ok || end - start > STALL_MS * 1_000_000L) {
+          synchronized (stalls) {
+            stalls.add(new long[] {start, end});
+          }
+        }
+      }, 0, 50, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    /** Whether a stall overlapped [fromNanos, toNanos]. */
+    boolean during(long fromNanos, long toNanos) {
+      synchronized (stalls) {
+        return stalls.stream().anyMatch(s -> s[0] <= toNanos && s[1] >= fromNanos);
+      }
+    }
+
+    int count() {
+      synchronized (stalls) {
+        return stalls.size();
+      }
+    }
+
+    private static boolean ping(int port) {
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
+        s.setSoTimeout(5_000);
+        s.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.ISO_8859_1));
+        return new String(s.getInputStream().readNBytes(5), StandardCharsets.ISO_8859_1).equals("+PONG");
+      } catch (IOException e) {
+        return false;
+      }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      timer.shutdownNow();
+      timer.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
     }
   }
 

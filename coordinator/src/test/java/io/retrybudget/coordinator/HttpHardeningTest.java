@@ -1,5 +1,7 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.ConnectionGuard;
+import io.retrybudget.coordinator.api.BudgetApi;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

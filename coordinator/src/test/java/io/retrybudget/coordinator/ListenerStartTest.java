@@ -1,5 +1,8 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.http.ConnectionGuard;
+import io.retrybudget.coordinator.http.HttpLimits;
+import io.retrybudget.coordinator.http.GuardedTransport;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,6 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.api.MetricsScrape;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,5 +1,9 @@
 package io.retrybudget.coordinator;
 
+import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.budgets.BudgetStatus;
+import io.retrybudget.coordinator.budgets.BudgetService;
+import io.retrybudget.coordinator.budgets.ConfigUpdate;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

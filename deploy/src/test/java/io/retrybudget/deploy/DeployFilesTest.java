@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.retrybudget.coordinator.BudgetsFile;
 import io.retrybudget.coordinator.Coordinator;
 import io.retrybudget.coordinator.CoordinatorConfig;
+import io.retrybudget.coordinator.budgets.BudgetsFile;
 import io.retrybudget.deploy.demo.LoadDemo;
 import io.retrybudget.testing.RedisExtension;
 import java.net.URI;

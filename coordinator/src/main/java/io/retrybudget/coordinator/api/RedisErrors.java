@@ -1,5 +1,6 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
+import io.retrybudget.coordinator.CoordinatorConfig;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
@@ -13,14 +14,14 @@ import java.util.concurrent.TimeoutException;
  * host:port, timeout, out of memory, ...), built from the configured endpoint and the error's type,
  * never from a URL (so never a password). Pure.
  */
-final class RedisErrors {
+public final class RedisErrors {
   private RedisErrors() {}
 
   /**
    * @param endpoint where Redis is, without credentials ({@link CoordinatorConfig#redisEndpoint()})
    * @param timeoutMillis the command timeout
    */
-  static String describe(Throwable failure, String endpoint, long timeoutMillis) {
+  public static String describe(Throwable failure, String endpoint, long timeoutMillis) {
     for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (isLocalQueueFull(t)) {
         // Lettuce refused the command before sending it: this process's queue, not Redis

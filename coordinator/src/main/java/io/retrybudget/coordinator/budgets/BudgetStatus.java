@@ -1,5 +1,6 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
+import io.retrybudget.coordinator.api.BudgetApi;
 import io.retrybudget.budget.redis.protocol.StatusReply;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -8,7 +9,7 @@ import io.vertx.core.json.JsonObject;
  * One budget's configuration and window, as {@code GET /v1/budgets/{name}} shows it (with the window
  * bucket by bucket; the listing leaves {@code buckets} null).
  */
-record BudgetStatus(
+public record BudgetStatus(
     String name,
     boolean exists,
     String mode,
@@ -48,7 +49,7 @@ record BudgetStatus(
     return available;
   }
 
-  boolean exhausted() {
+  public boolean exhausted() {
     return remaining() < 1;
   }
 
@@ -62,7 +63,7 @@ record BudgetStatus(
     return BudgetApi.capPermits(refillPpm);
   }
 
-  JsonObject toJson() {
+  public JsonObject toJson() {
     JsonObject json = new JsonObject()
         .put("name", name)
         .put("mode", mode)

@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetNames;
@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * one implementation of the rule and of the scripts' arguments and replies). Every Redis call has a
  * short timeout and completes on the caller's Vert.x context; the event loop never waits for Redis.
  */
-final class BudgetService {
+public final class BudgetService {
   static final BudgetConfig DEFAULTS = BudgetConfig.builder("defaults").build();
   static final long CLUSTER_NAMES_TIMEOUT_MILLIS = 5_000;
   /** Most status calls of listings on the Redis connection at once (its queue holds 4096). */
@@ -40,7 +40,7 @@ final class BudgetService {
    * Redis at most 4 listings a second (4,000 status calls with 1,000 budgets), and a reader waits at
    * most this long more for an answer still read after it asked.
    */
-  static final Duration LISTING_SPACING = Duration.ofMillis(250);
+  public static final Duration LISTING_SPACING = Duration.ofMillis(250);
 
   private final BudgetScripts scripts;
   private final Vertx vertx;
@@ -50,7 +50,7 @@ final class BudgetService {
   /** Limit and whether with buckets -> its listings; the lock of their state. */
   private final Map<ListingKind, ListingState> listings = new HashMap<>();
 
-  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
+  public BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout) {
     this(store, vertx, timeout, false);
   }
 
@@ -58,11 +58,11 @@ final class BudgetService {
    * @param autoCreate true: a POST to a budget without configuration seeds the defaults (as before
    *     COORDINATOR_AUTO_CREATE existed); false: it is refused and nothing is written
    */
-  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
+  public BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate) {
     this(store, vertx, timeout, autoCreate, LISTING_SPACING);
   }
 
-  BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate, Duration listingSpacing) {
+  public BudgetService(RedisBudgetStore store, Vertx vertx, Duration timeout, boolean autoCreate, Duration listingSpacing) {
     this.listingSpacingNanos = listingSpacing.toNanos();
     this.scripts = new BudgetScripts(store);
     this.vertx = vertx;
@@ -71,7 +71,7 @@ final class BudgetService {
   }
 
   /** The most a Redis command is waited for (COORDINATOR_REDIS_TIMEOUT_MS). */
-  long timeoutMillis() {
+  public long timeoutMillis() {
     return timeoutMillis;
   }
 
@@ -85,16 +85,16 @@ final class BudgetService {
   }
 
   /** Fails with {@link BrokenBudgetException} when the budget's keys hold bad state. */
-  Future<BudgetStatus> status(String name) {
+  public Future<BudgetStatus> status(String name) {
     return onContext(scripts.status(name, DEFAULTS)).map(BudgetStatus::of);
   }
 
   /** {@link #status} with the window bucket by bucket. */
-  Future<BudgetStatus> statusWithBuckets(String name) {
+  public Future<BudgetStatus> statusWithBuckets(String name) {
     return onContext(scripts.status(name, DEFAULTS, true)).map(BudgetStatus::of);
   }
 
-  Future<BudgetStatus> configure(String name, ConfigUpdate update) {
+  public Future<BudgetStatus> configure(String name, ConfigUpdate update) {
     ConfigChange change = new ConfigChange(update.ratioPpm(), update.windowSeconds(), update.minRetriesPerSecond(),
         update.mode(), update.maxCallsPerSecond());
     return onContext(scripts.configure(name, change, DEFAULTS)).compose(ignored -> status(name));
@@ -104,17 +104,17 @@ final class BudgetService {
    * Whether Redis holds a configuration of this budget that was set (by a PUT or the budgets file):
    * false when it holds none, or only a seed from a client (which the budgets file overrides).
    */
-  Future<Boolean> hasConfiguration(String name) {
+  public Future<Boolean> hasConfiguration(String name) {
     return onContext(scripts.status(name, DEFAULTS)).map(s -> s.source() == StatusReply.Source.SET);
   }
 
   /** Counts first attempts of a non-JVM client; {@link BudgetReply#MISSING} when the budget has no configuration. */
-  Future<BudgetReply> countRequests(String name, long count) {
+  public Future<BudgetReply> countRequests(String name, long count) {
     return budget(name, count, 0);
   }
 
   /** Asks for {@code count} permits, all or none; {@link BudgetReply#MISSING} as above. */
-  Future<BudgetReply> acquire(String name, long count) {
+  public Future<BudgetReply> acquire(String name, long count) {
     return budget(name, 0, count);
   }
 
@@ -125,7 +125,7 @@ final class BudgetService {
   }
 
   /** Removes the budget's configuration, window and index entry atomically; false when it had none. */
-  Future<Boolean> delete(String name) {
+  public Future<Boolean> delete(String name) {
     return onContext(scripts.delete(name));
   }
 
@@ -133,7 +133,7 @@ final class BudgetService {
    * The budgets in Redis with their status, at most {@code limit} (sorted by name), the broken ones
    * apart. Names come from the index the scripts keep, so the cost does not depend on other keys.
    */
-  record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
+  public record Listing(List<BudgetStatus> budgets, List<BrokenBudgetException> broken, boolean truncated) {}
 
   /**
    * Listings share work, so no number of readers can crowd other calls off the Redis connection: one
@@ -144,7 +144,7 @@ final class BudgetService {
    * listing), and however many ask, at most two computations exist. Two starts are at least
    * {@link #LISTING_SPACING} apart: the queued one waits for that on a timer.
    */
-  Future<Listing> list(int limit) {
+  public Future<Listing> list(int limit) {
     return list(limit, false);
   }
 
@@ -152,7 +152,7 @@ final class BudgetService {
    * {@link #list(int)}, each budget with its window bucket by bucket when {@code buckets} (the
    * status page's charts): listings with and without buckets share work each among themselves.
    */
-  Future<Listing> list(int limit, boolean buckets) {
+  public Future<Listing> list(int limit, boolean buckets) {
     ListingKind kind = new ListingKind(limit, buckets);
     synchronized (listings) {
       ListingState s = listings.computeIfAbsent(kind, l -> new ListingState());
@@ -330,7 +330,7 @@ final class BudgetService {
         "member", "is not a valid budget name ([A-Za-z0-9._-]{1,100}); remove it with ZREM"));
   }
 
-  Future<String> ping() {
+  public Future<String> ping() {
     return onContext(scripts.store().ping());
   }
 }

@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.http;
 
 /**
  * What one client connection may hold, and for how long (environment, see the README).
@@ -50,12 +50,12 @@ public record HttpLimits(int maxConnections, int headerTimeoutMillis, int bodyTi
   }
 
   /** Same limits with another cap and no per-address limit: the management listener's. */
-  HttpLimits withCap(int cap) {
+  public HttpLimits withCap(int cap) {
     return new HttpLimits(cap, headerTimeoutMillis, bodyTimeoutMillis, idleTimeoutMillis, probeReserve,
         metricsCacheMillis, 0);
   }
 
-  static HttpLimits defaults() {
+  public static HttpLimits defaults() {
     return new HttpLimits(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_BODY_TIMEOUT_MS,
         DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_PROBE_RESERVE, DEFAULT_METRICS_CACHE_MS, DEFAULT_MAX_CONNECTIONS_PER_IP);
   }

@@ -1,15 +1,15 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
 /** Client input that is wrong; becomes a 400 (or the status given, e.g. 415) naming the field. */
-final class BadRequestException extends RuntimeException {
+public final class BadRequestException extends RuntimeException {
   private final String field;
   private final int status;
 
-  BadRequestException(String field, String message) {
+  public BadRequestException(String field, String message) {
     this(400, field, message);
   }
 
-  BadRequestException(int status, String field, String message) {
+  public BadRequestException(int status, String field, String message) {
     super(message, null, false, false);
     this.field = field;
     this.status = status;
@@ -19,7 +19,7 @@ final class BadRequestException extends RuntimeException {
     return status;
   }
 
-  String field() {
+  public String field() {
     return field;
   }
 }

@@ -1,5 +1,9 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
+import io.retrybudget.coordinator.budgets.BudgetStatus;
+import io.retrybudget.coordinator.budgets.BudgetService;
+import io.retrybudget.coordinator.budgets.ConfigUpdate;
+import io.retrybudget.coordinator.status.StatusPage;
 import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
@@ -40,7 +44,7 @@ import java.util.stream.Collectors;
  * the limit as it streams. An answer given before the request's body was read closes the connection
  * (the connection guard discards what is left of the body).
  */
-final class BudgetApi {
+public final class BudgetApi {
   static final int MAX_BODY_BYTES = 64 * 1024;
   private static final Logger LOG = Logger.getLogger(BudgetApi.class.getName());
   private static final Set<String> NO_QUERY = Set.of();
@@ -63,7 +67,7 @@ final class BudgetApi {
   private final java.util.concurrent.atomic.AtomicLong listingEncodes = new java.util.concurrent.atomic.AtomicLong();
   private final OncePerMinute abortedUploads = new OncePerMinute("requests ended by the client before their answer");
 
-  BudgetApi(BudgetService budgets, String token, int maxBudgets, String redisEndpoint, Handler<RoutingContext> metrics,
+  public BudgetApi(BudgetService budgets, String token, int maxBudgets, String redisEndpoint, Handler<RoutingContext> metrics,
       Buffer openApi) {
     this.budgets = budgets;
     this.token = token.getBytes(StandardCharsets.UTF_8);
@@ -74,11 +78,11 @@ final class BudgetApi {
   }
 
   /** The route templates served (the only values of the {@code route} metric tag). */
-  Set<String> routes() {
+  public Set<String> routes() {
     return allowed.keySet();
   }
 
-  void mount(Router router) {
+  public void mount(Router router) {
     Handler<RoutingContext> body = BodyHandler.create(false).setBodyLimit(MAX_BODY_BYTES);
     read(router, "/v1/budgets", Set.of("exhausted", "buckets"), this::list);
     read(router, "/v1/budgets/:name", NO_QUERY, this::get);
@@ -126,7 +130,7 @@ final class BudgetApi {
   }
 
   /** Connection-level errors (a reset, a client gone mid-upload): low level, once a minute. */
-  void connectionError(Throwable t) {
+  public void connectionError(Throwable t) {
     abortedUploads.report(t.getClass().getSimpleName() + ": " + t.getMessage());
   }
 
@@ -298,7 +302,7 @@ final class BudgetApi {
   }
 
   /** How many listing bodies were encoded (for tests). */
-  long listingEncodes() {
+  public long listingEncodes() {
     return listingEncodes.get();
   }
 
@@ -412,7 +416,7 @@ final class BudgetApi {
    * Whole permits the paced balance holds at most at this refill rate: the scripts' own rule
    * (lua/budget.lua pace_cap), through its Java model, parity-checked against Redis.
    */
-  static long capPermits(long refillPpm) {
+  public static long capPermits(long refillPpm) {
     return PaceArithmetic.available(PaceArithmetic.cap(refillPpm));
   }
 
@@ -501,7 +505,7 @@ final class BudgetApi {
   }
 
   /** An error answer: a problem of the kind {@code status} stands for, naming {@code field} (null: none). */
-  static void error(RoutingContext ctx, int status, String field, String message) {
+  public static void error(RoutingContext ctx, int status, String field, String message) {
     problem(ctx, Problem.of(status, field, message, instance(ctx)));
   }
 
@@ -539,7 +543,7 @@ final class BudgetApi {
   }
 
   /** HEAD answers the Content-Length its GET would have (Vert.x leaves it out), RFC 9110 section 9.3.2. */
-  static io.vertx.core.http.HttpServerResponse headLength(RoutingContext ctx, int length) {
+  public static io.vertx.core.http.HttpServerResponse headLength(RoutingContext ctx, int length) {
     if (ctx.request().method() == HttpMethod.HEAD) {
       ctx.response().putHeader(HttpHeaders.CONTENT_LENGTH, Integer.toString(length));
     }
@@ -574,24 +578,24 @@ final class BudgetApi {
   }
 
   /** A low-level log line at most once a minute, with how many events it stands for. */
-  static final class OncePerMinute {
+  public static final class OncePerMinute {
     private final String what;
     private final LongSupplier nanoClock;
     private final AtomicLong last;
     private final AtomicLong count = new AtomicLong();
 
-    OncePerMinute(String what) {
+    public OncePerMinute(String what) {
       this(what, System::nanoTime);
     }
 
-    OncePerMinute(String what, LongSupplier nanoClock) {
+    public OncePerMinute(String what, LongSupplier nanoClock) {
       this.what = what;
       this.nanoClock = nanoClock;
       this.last = new AtomicLong(nanoClock.getAsLong() - REPORT_EVERY_NANOS);
     }
 
     /** @return whether this event was logged */
-    boolean report(String example) {
+    public boolean report(String example) {
       long n = count.incrementAndGet();
       long now = nanoClock.getAsLong();
       long prev = last.get();

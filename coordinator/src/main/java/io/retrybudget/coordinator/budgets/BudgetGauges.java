@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -16,7 +16,7 @@ import java.util.logging.Logger;
  * coordinator replicas export the same values; aggregate with {@code max by (budget)}. While a
  * refresh fails (Redis down, a listing that times out) no per-budget series is exported.
  */
-final class BudgetGauges {
+public final class BudgetGauges {
   private static final Logger LOG = Logger.getLogger(BudgetGauges.class.getName());
   private final BudgetService budgets;
   private final int maxBudgets;
@@ -28,7 +28,7 @@ final class BudgetGauges {
 
   private record Row(MultiGauge gauge, ToDoubleFunction<BudgetStatus> value) {}
 
-  BudgetGauges(MeterRegistry registry, BudgetService budgets, int maxBudgets) {
+  public BudgetGauges(MeterRegistry registry, BudgetService budgets, int maxBudgets) {
     this.budgets = budgets;
     this.maxBudgets = maxBudgets;
     add(registry, "retry.budget.window.requests", "First attempts in the budget's window", BudgetStatus::requests);
@@ -54,7 +54,7 @@ final class BudgetGauges {
   }
 
   /** One refresh; call from a Vert.x timer (event loop). Skipped while the previous one runs. */
-  void refresh() {
+  public void refresh() {
     budgets.ping().onComplete(p -> redisUp = p.succeeded() ? 1 : 0);
     if (refreshing) {
       return;

@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.http;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -17,7 +17,7 @@ import java.io.IOException;
  * at most 64 deep. Integers become Long or BigInteger, other numbers BigDecimal, so no value is
  * rounded before it is validated. Pure.
  */
-final class StrictJson {
+public final class StrictJson {
   static final int MAX_DEPTH = 64;
   private static final JsonFactory FACTORY = JsonFactory.builder()
       .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
@@ -30,7 +30,7 @@ final class StrictJson {
       .build();
 
   /** A refusal, with what was wrong. */
-  static final class Malformed extends Exception {
+  public static final class Malformed extends Exception {
     private final String field;
 
     Malformed(String message) {
@@ -43,7 +43,7 @@ final class StrictJson {
     }
 
     /** The key a duplicate was found for, else null. */
-    String field() {
+    public String field() {
       return field;
     }
   }
@@ -51,7 +51,7 @@ final class StrictJson {
   private StrictJson() {}
 
   /** The one JSON value of {@code bytes}: JsonObject, JsonArray, String, Long, BigInteger, BigDecimal, Boolean or null. */
-  static Object parse(byte[] bytes) throws Malformed {
+  public static Object parse(byte[] bytes) throws Malformed {
     try (JsonParser p = FACTORY.createParser(bytes)) {
       JsonToken first = p.nextToken();
       if (first == null) {

@@ -1,5 +1,6 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.http;
 
+import io.retrybudget.coordinator.api.Problem;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -75,7 +76,7 @@ import java.util.logging.Logger;
  * the acceptor thread, hence the volatile fields.
  */
 @ChannelHandler.Sharable
-final class ConnectionGuard extends ChannelInboundHandlerAdapter {
+public final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private static final Logger LOG = Logger.getLogger(ConnectionGuard.class.getName());
   /** Standard methods (RFC 9110 section 9 and RFC 5789); anything else is 501 here. */
   static final Set<String> KNOWN_METHODS = Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS",
@@ -94,12 +95,12 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    * Requests one connection carries at most; the answer to the last says {@code Connection: close}
    * and what is pipelined behind it is dropped. Bounds how long a reader, however slow, keeps one.
    */
-  static final int MAX_REQUESTS_PER_CONNECTION = 100;
+  public static final int MAX_REQUESTS_PER_CONNECTION = 100;
   /**
    * Deadline closes queued on the event loop at once, at most: a probe's connection waits behind
    * at most this many, however many connections expire together.
    */
-  static final int MAX_EXPIRING = 64;
+  public static final int MAX_EXPIRING = 64;
   /** While more connections are past their deadline than one pass closes, the next pass after this. */
   static final long BACKLOG_PASS_MILLIS = 2;
   /** A reserve connection's headers must be complete this soon (a probe sends them at once). */
@@ -163,7 +164,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    * @param listener the {@code listener} tag of this guard's meters: {@code api} or
    *     {@code management} (each listener has a guard of its own)
    */
-  ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry, String listener) {
+  public ConnectionGuard(HttpLimits limits, HttpServerOptions serverOptions, MeterRegistry registry, String listener) {
     this.limits = limits;
     this.serverOptions = serverOptions;
     this.headerNanos = TimeUnit.MILLISECONDS.toNanos(limits.headerTimeoutMillis());
@@ -179,7 +180,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
     }
   }
 
-  int open() {
+  public int open() {
     return open.get();
   }
 
@@ -187,7 +188,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
    * Lets the listening socket accept connections; call it once the HTTP server's listen has
    * completed (Vert.x has made its metrics). Until then connections wait in the kernel's queue.
    */
-  void startAccepting() {
+  public void startAccepting() {
     accepting = true;
     ChannelHandlerContext l = listening;
     if (l != null) {
@@ -200,13 +201,13 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   }
 
   /** Whether the listening socket takes connections now (tests). */
-  boolean accepting() {
+  public boolean accepting() {
     ChannelHandlerContext l = listening;
     return accepting && l != null && l.channel().config().isAutoRead();
   }
 
   /** Connections without a request in progress (the ones a newcomer at the cap may replace). */
-  int waiting() {
+  public int waiting() {
     synchronized (waiting) {
       return waiting.size();
     }
@@ -319,7 +320,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   }
 
   /** Client addresses with an open connection, when the per-address limit is set (tests). */
-  int addressesHeld() {
+  public int addressesHeld() {
     return perAddress.size();
   }
 
@@ -391,7 +392,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   }
 
   /** The most deadline closes queued on event loops at once so far (tests). */
-  int mostExpiringAtOnce() {
+  public int mostExpiringAtOnce() {
     return mostExpiring;
   }
 
@@ -608,13 +609,17 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
 
     /** Installs the gate once Vert.x has set up the HTTP/1.x pipeline. */
     void install(ChannelPipeline p) {
-      if (p.get("httpDecoder") == null || p.get("handler") == null) {
-        LOG.severe("unexpected HTTP pipeline " + p.names() + ": closing the connection");
+      if (!VertxInternals.install(p, serverOptions, gate, "rb-gate")) {
+        String why;
+        try {
+          VertxInternals.checkPipeline(p.names(), VertxInternals.version());
+          why = "unexpected HTTP pipeline " + p.names();
+        } catch (IllegalStateException e) {
+          why = e.getMessage();
+        }
+        LOG.severe(why + "; closing the connection");
         ch.close();
-        return;
       }
-      p.replace("httpDecoder", "httpDecoder", new StrictRequestDecoder(serverOptions));
-      p.addBefore("handler", "rb-gate", gate);
     }
 
     /** Raw bytes, first in the pipeline. */
@@ -677,7 +682,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
           if (refusal != null) {
             // a request line that could not be read names no instance (CL with TE was read whole)
             boolean lineRead = !req.decoderResult().isFailure()
-                || req.decoderResult().cause() instanceof StrictRequestDecoder.LengthAndTransferEncoding;
+                || req.decoderResult().cause() instanceof LengthAndTransferEncoding;
             refusal = refusal.at(lineRead ? Problem.instanceOf(req.uri()) : null);
             boolean whole = msg instanceof LastHttpContent;
             ReferenceCountUtil.release(msg);
@@ -805,7 +810,7 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private static Refusal refusal(HttpRequest req) {
     if (req.decoderResult().isFailure()) {
       Throwable cause = req.decoderResult().cause();
-      if (cause instanceof StrictRequestDecoder.LengthAndTransferEncoding) {
+      if (cause instanceof LengthAndTransferEncoding) {
         return new Refusal(HttpResponseStatus.BAD_REQUEST, "header",
             "Content-Length and Transfer-Encoding must not be sent together", false);
       }
@@ -882,5 +887,5 @@ final class ConnectionGuard extends ChannelInboundHandlerAdapter {
   private static final java.util.regex.Pattern HOST_VALUE = java.util.regex.Pattern.compile(
       "(?:[A-Za-z0-9._~!$&'()*+,;=%-]*|\\[[0-9A-Fa-f:.]+])(?::[0-9]{0,5})?");
   /** What OPTIONS * answers: every method some path here serves. */
-  static final String SERVER_METHODS = "GET, HEAD, PUT, POST, DELETE, OPTIONS";
+  public static final String SERVER_METHODS = "GET, HEAD, PUT, POST, DELETE, OPTIONS";
 }

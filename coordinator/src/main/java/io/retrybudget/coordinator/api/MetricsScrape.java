@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.vertx.core.Future;
@@ -18,8 +18,8 @@ import java.util.function.LongSupplier;
  * most one rendering a second, and the event loop only writes the text. Runs on the event loop it
  * is mounted on; its fields are that loop's only.
  */
-final class MetricsScrape implements Handler<RoutingContext> {
-  static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+public final class MetricsScrape implements Handler<RoutingContext> {
+  public static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
   private final Vertx vertx;
   private final PrometheusMeterRegistry registry;
@@ -28,7 +28,7 @@ final class MetricsScrape implements Handler<RoutingContext> {
   private Future<Buffer> latest;
   private long renderedAt;
 
-  MetricsScrape(Vertx vertx, PrometheusMeterRegistry registry, LongSupplier nanoTime, long freshMillis) {
+  public MetricsScrape(Vertx vertx, PrometheusMeterRegistry registry, LongSupplier nanoTime, long freshMillis) {
     this.freshNanos = TimeUnit.MILLISECONDS.toNanos(freshMillis);
     this.vertx = vertx;
     this.registry = registry;

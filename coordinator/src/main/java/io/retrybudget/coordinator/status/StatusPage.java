@@ -1,5 +1,9 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.status;
 
+import io.retrybudget.coordinator.Coordinator;
+import io.retrybudget.coordinator.api.BadRequestException;
+import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.api.RequestParser;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
@@ -27,14 +31,14 @@ import java.util.Set;
  * matching {@code If-None-Match} is 304) and {@code Cache-Control: no-cache} (a browser revalidates,
  * so a new coordinator's page is never mixed with an old script).
  */
-final class StatusPage {
-  static final String CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+public final class StatusPage {
+  public static final String CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
       + "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
   private static final long MAX_ASSET_BYTES = 256 * 1024;
   private static volatile StatusPage loaded;
 
   /** A route of the page, registered by {@link BudgetApi} as a read (GET and HEAD). */
-  record Route(String path, Set<String> query, Handler<RoutingContext> handler) {}
+  public record Route(String path, Set<String> query, Handler<RoutingContext> handler) {}
 
   private record Asset(Buffer body, String contentType, String etag) {}
 
@@ -51,7 +55,7 @@ final class StatusPage {
   }
 
   /** Reads the files from the jar once (call it off the event loop first: Coordinator.start does). */
-  static StatusPage load() {
+  public static StatusPage load() {
     StatusPage p = loaded;
     if (p == null) {
       synchronized (StatusPage.class) {
@@ -68,7 +72,7 @@ final class StatusPage {
     return p;
   }
 
-  List<Route> routes() {
+  public List<Route> routes() {
     return List.of(
         new Route("/", Set.of("exhausted"), ctx -> send(ctx, page)),
         new Route("/budgets/:name", Set.of(), this::budgetPage),

@@ -1,5 +1,7 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
+import io.retrybudget.coordinator.api.BadRequestException;
+import io.retrybudget.coordinator.api.RequestParser;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;

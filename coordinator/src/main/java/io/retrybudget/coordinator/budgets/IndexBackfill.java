@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
 import io.lettuce.core.ScanCursor;
 import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
@@ -43,22 +43,22 @@ import java.util.logging.Logger;
  * <p>States: running (exactly one step or one timer outstanding) → done | gave up | stopped. A
  * step's reply that arrives after {@link #stop()} does nothing; so does a timer that fires late.
  */
-final class IndexBackfill {
+public final class IndexBackfill {
   private static final Logger LOG = Logger.getLogger(IndexBackfill.class.getName());
   static final long COUNT = 1000;
   static final long PACE_MS = 50;
   static final int BATCH = 100;
   static final long RETRY_MS = 1_000;
   static final int MAX_FAILURES = 60;
-  static final int SLOTS = 16384;
+  public static final int SLOTS = 16384;
 
-  enum State { RUNNING, DONE, GAVE_UP, STOPPED }
+  public enum State { RUNNING, DONE, GAVE_UP, STOPPED }
 
   /** Part of the keyspace that one SCAN walks: a standalone Redis, or one Cluster master. */
-  record Shard(String id, String address, BitSet slots) {}
+  public record Shard(String id, String address, BitSet slots) {}
 
   /** Where the backfill reads and writes: Redis, through the budget scripts. */
-  interface Source {
+  public interface Source {
     /** The shards now (a Cluster: the masters as the client last saw them). */
     List<Shard> shards();
 
@@ -95,7 +95,7 @@ final class IndexBackfill {
   /** A step's SCAN or index calls are outstanding. */
   private volatile boolean inStep;
 
-  IndexBackfill(Vertx vertx, Source source, long paceMs, long retryMs, int maxFailures, LongSupplier nanoTime) {
+  public IndexBackfill(Vertx vertx, Source source, long paceMs, long retryMs, int maxFailures, LongSupplier nanoTime) {
     this.vertx = vertx;
     this.context = vertx.getOrCreateContext();
     this.source = source;
@@ -107,17 +107,17 @@ final class IndexBackfill {
   }
 
   /** Starts the backfill now on a context of {@code vertx}. */
-  static IndexBackfill start(Vertx vertx, BudgetScripts scripts, RedisBudgetStore store) {
+  public static IndexBackfill start(Vertx vertx, BudgetScripts scripts, RedisBudgetStore store) {
     return start(new IndexBackfill(vertx, source(scripts, store), PACE_MS, RETRY_MS, MAX_FAILURES, System::nanoTime));
   }
 
-  static IndexBackfill start(IndexBackfill b) {
+  public static IndexBackfill start(IndexBackfill b) {
     b.context.runOnContext(v -> b.step());
     return b;
   }
 
   /** Redis through the scripts: on a Cluster one shard per master, scanned on that master alone. */
-  static Source source(BudgetScripts scripts, RedisBudgetStore store) {
+  public static Source source(BudgetScripts scripts, RedisBudgetStore store) {
     boolean cluster = store.options().isCluster();
     BitSet every = new BitSet(SLOTS);
     every.set(0, SLOTS);
@@ -147,12 +147,12 @@ final class IndexBackfill {
     };
   }
 
-  State state() {
+  public State state() {
     return state;
   }
 
   /** Budgets added to the index so far. */
-  long added() {
+  public long added() {
     return added;
   }
 
@@ -161,17 +161,17 @@ final class IndexBackfill {
   }
 
   /** Steps that failed so far (each put its master aside for a while). */
-  long failedSteps() {
+  public long failedSteps() {
     return failedSteps;
   }
 
   /** Neither a step nor a timer is outstanding: nothing will call Redis again (tests). */
-  boolean quiet() {
+  public boolean quiet() {
     return !inStep && timer < 0;
   }
 
   /** Stops at the next step (on any thread); idempotent. */
-  void stop() {
+  public void stop() {
     context.runOnContext(v -> {
       if (state == State.RUNNING) {
         state = State.STOPPED;

@@ -1,5 +1,7 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
+import io.retrybudget.coordinator.http.StrictJson;
+import io.retrybudget.coordinator.budgets.ConfigUpdate;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetNames;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
@@ -10,7 +12,7 @@ import java.math.BigInteger;
 import java.util.Set;
 
 /** Turns request bodies into validated values; every refusal names its field. Pure. */
-final class RequestParser {
+public final class RequestParser {
   /**
    * The most first attempts one POST counts: the trust model's smallest cap on one call's report (the
    * scripts believe at least this much of any budget's call), so a POST is never counted short; what
@@ -52,14 +54,14 @@ final class RequestParser {
     return null;
   }
 
-  static String name(String raw) {
+  public static String name(String raw) {
     if (!BudgetNames.isValid(raw)) {
       throw new BadRequestException("name", "name must match [A-Za-z0-9._-]{1,100}");
     }
     return raw;
   }
 
-  static JsonObject object(Buffer body) {
+  public static JsonObject object(Buffer body) {
     if (body == null || body.length() == 0) {
       throw new BadRequestException("body", "a JSON object is required");
     }
@@ -98,7 +100,7 @@ final class RequestParser {
     return false;
   }
 
-  static ConfigUpdate configUpdate(JsonObject o) {
+  public static ConfigUpdate configUpdate(JsonObject o) {
     rejectUnknown(o, CONFIG_FIELDS);
     if (o.isEmpty()) {
       throw new BadRequestException("body", "give at least one of ratio, window_seconds, min_retries_per_second, mode, max_calls_per_second");

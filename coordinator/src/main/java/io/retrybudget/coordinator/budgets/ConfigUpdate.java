@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.budgets;
 
 /** Fields of a PUT (or a budgets-file entry); null means "keep what is stored". */
 public record ConfigUpdate(Long ratioPpm, Integer windowSeconds, Integer minRetriesPerSecond, String mode,

@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.api;
 
 import io.vertx.core.json.JsonObject;
 
@@ -15,14 +15,14 @@ import io.vertx.core.json.JsonObject;
  * body}, {@code path}, {@code method}, {@code Authorization}, {@code Content-Type}, {@code header},
  * a query parameter).
  */
-final class Problem {
-  static final String CONTENT_TYPE = "application/problem+json";
+public final class Problem {
+  public static final String CONTENT_TYPE = "application/problem+json";
   static final String TYPE_PREFIX = "urn:retrybudget:problem:";
   /** The longest {@code instance}: a request line may be 4 KiB, the problem need not echo all of it. */
   static final int MAX_INSTANCE_CHARS = 200;
 
   /** The kinds of problem: the last part of {@code type}, and the title every problem of the kind has. */
-  enum Type {
+  public enum Type {
     INVALID_REQUEST("invalid-request", "The request is not valid"),
     UNAUTHORIZED("unauthorized", "A valid bearer token is required"),
     NOT_FOUND("not-found", "No such resource"),
@@ -57,7 +57,7 @@ final class Problem {
     }
 
     /** The kind an error status stands for where nothing more specific is known. */
-    static Type forStatus(int status) {
+    public static Type forStatus(int status) {
       return switch (status) {
         case 401 -> UNAUTHORIZED;
         case 404 -> NOT_FOUND;
@@ -80,7 +80,7 @@ final class Problem {
   private Problem() {}
 
   /** A problem of the kind {@code status} stands for. */
-  static JsonObject of(int status, String field, String detail, String instance) {
+  public static JsonObject of(int status, String field, String detail, String instance) {
     return of(Type.forStatus(status), status, field, detail, instance);
   }
 
@@ -88,7 +88,7 @@ final class Problem {
    * The problem's members; {@code field} and {@code instance} are left out when null. Callers add
    * further extension members (a broken budget's {@code key}, an over-cap request's {@code max_count}).
    */
-  static JsonObject of(Type type, int status, String field, String detail, String instance) {
+  public static JsonObject of(Type type, int status, String field, String detail, String instance) {
     JsonObject body = new JsonObject()
         .put("type", type.uri())
         .put("title", type.title())
@@ -105,7 +105,7 @@ final class Problem {
   }
 
   /** The path of a request target ({@code /v1/budgets/x?a=1} gives {@code /v1/budgets/x}); null for none. */
-  static String instanceOf(String target) {
+  public static String instanceOf(String target) {
     if (target == null || target.isEmpty() || target.charAt(0) != '/') {
       return null; // the asterisk form, or an absolute form this server does not serve
     }

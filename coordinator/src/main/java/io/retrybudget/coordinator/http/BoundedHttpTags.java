@@ -1,4 +1,4 @@
-package io.retrybudget.coordinator;
+package io.retrybudget.coordinator.http;
 
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
@@ -14,13 +14,13 @@ import java.util.regex.Pattern;
  * one of the server's templates becomes {@code OTHER}; no tag ever holds a raw path. (Unknown methods
  * are refused before Vert.x anyway, by the {@link ConnectionGuard}; this is the second wall.)
  */
-final class BoundedHttpTags implements MeterFilter {
+public final class BoundedHttpTags implements MeterFilter {
   static final String OTHER = "OTHER";
   private static final Pattern CODE = Pattern.compile("[1-5][0-9][0-9]");
   private volatile Set<String> routes = Set.of();
 
   /** The route templates the router serves; set before the server listens. */
-  void routes(Set<String> templates) {
+  public void routes(Set<String> templates) {
     this.routes = Set.copyOf(templates);
   }
 
