@@ -53,7 +53,6 @@ class MetastableModelTest {
     for (Scenario sc : List.of(Scenario.capacity(65), Scenario.spike(65))) {
       ArmSummary server = run(P, sc, Arm.FLEET_SERVER);
       assertEquals(List.of(), server.serverHalfMisses(P), sc.id() + ": " + server);
-      assertTrue(server.triggerAmplification() <= 1.15, sc.id() + " amplification in the trigger: " + server);
       ArmSummary fleetAlone = run(P, sc, Arm.FLEET);
       assertTrue(fleetAlone.triggerGoodputShare() < 0.90, sc.id() + ": the FIFO backend serves stale work: " + fleetAlone);
     }
