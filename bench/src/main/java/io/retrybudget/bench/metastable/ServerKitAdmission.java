@@ -31,14 +31,20 @@ final class ServerKitAdmission implements Admission {
   }
 
   /**
-   * The queue this experiment runs: K workers, the same queue bound as the FIFO arms, waits bounded
-   * by {@code S / 5} while the queue stands and {@code S} otherwise (CoDel's interval {@code S}),
-   * adaptive LIFO, a deadline margin of {@code S}, server-kit's default pushback.
+   * The queue this experiment runs: K workers, the same queue bound as the FIFO arms, a wait
+   * bounded by {@code S / 5} once the queue has stood for {@code T / 2}, and by {@code T / 2}
+   * otherwise (a burst of several K requests is absorbed, and a request that waited its longest
+   * still has half its deadline when it starts), adaptive LIFO, a deadline margin of {@code S} (a
+   * request that cannot be served before its caller gives up is not started), server-kit's default
+   * pushback.
    */
   static QueueConfig config(Params p) {
     Duration s = Duration.ofMillis(p.serviceMillis());
+    Duration half = Duration.ofMillis(Math.max(1, p.attemptTimeoutMillis() / 2));
+    Duration shortest = s.dividedBy(5).isZero() ? Duration.ofMillis(1) : s.dividedBy(5);
+    Duration longest = half.compareTo(shortest) < 0 ? shortest : half;
     return QueueConfig.builder(p.workers()).name("metastable").maxQueue(p.queueLimit())
-        .shortTimeout(s.dividedBy(5)).longTimeout(s).interval(s).adaptiveLifo(true).deadlineMargin(s).build();
+        .shortTimeout(shortest).longTimeout(longest).interval(longest).adaptiveLifo(true).deadlineMargin(s).build();
   }
 
   /** The queue for {@code p} on the given clock, timer and pushback random source. */
