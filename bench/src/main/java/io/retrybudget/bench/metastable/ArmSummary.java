@@ -1,5 +1,9 @@
 package io.retrybudget.bench.metastable;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
 /**
  * One arm's figures for one scenario, from its per-second tables.
  *
@@ -24,6 +28,43 @@ record ArmSummary(Arm arm, int recoverySeconds, double triggerGoodputShare, doub
 
   boolean recoveredWithin(int seconds) {
     return recoverySeconds >= 0 && recoverySeconds <= seconds;
+  }
+
+  /**
+   * The fleet budget's targets it misses (recovery within 2 s, amplification in the trigger at
+   * most 1.15), in words; empty when it meets them.
+   */
+  List<String> fleetMisses() {
+    List<String> m = new ArrayList<>();
+    if (!recoveredWithin(2)) {
+      m.add("recovery " + recoverySeconds + " s > 2 s");
+    }
+    if (triggerAmplification > 1.15) {
+      m.add(String.format(Locale.ROOT, "amplification in the trigger %.3f > 1.15", triggerAmplification));
+    }
+    return m;
+  }
+
+  /**
+   * The targets of the fleet budget with the server half it misses, in words; empty when it meets
+   * them: goodput in the trigger at least 90 % of the reduced capacity, wasted work at most 5 %,
+   * recovery within 1 s, p99 of successes at most twice the attempt timeout T.
+   */
+  List<String> serverHalfMisses(Params p) {
+    List<String> m = new ArrayList<>();
+    if (triggerGoodputShare < 0.90) {
+      m.add(String.format(Locale.ROOT, "goodput in the trigger %.0f %% < 90 %%", 100 * triggerGoodputShare));
+    }
+    if (wastedShare > 0.05) {
+      m.add(String.format(Locale.ROOT, "wasted %.1f %% > 5 %%", 100 * wastedShare));
+    }
+    if (!recoveredWithin(1)) {
+      m.add("recovery " + recoverySeconds + " s > 1 s");
+    }
+    if (p99Millis < 0 || p99Millis > 2L * p.attemptTimeoutMillis()) {
+      m.add("p99 " + p99Millis + " ms > 2 T = " + 2 * p.attemptTimeoutMillis() + " ms");
+    }
+    return m;
   }
 
   static ArmSummary of(Arm arm, Scenario sc, Params p, PerSecond calls, PerSecond server, long[] redisCalls) {

@@ -1,36 +1,39 @@
 package io.retrybudget.bench.metastable;
 
+import io.retrybudget.retry.RetryScheduler;
 import io.retrybudget.retry.http.HttpRetryRules;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpServerRequest;
-import java.util.function.Supplier;
+import java.util.function.Function;
 
 /**
  * One arm's backend: a real Vert.x HTTP server in front of a {@link ServerCore} (K workers, service
- * time S by a timer, the queue the {@code queues} supplier makes). Deployed as its own verticle,
- * so its requests and timers all run on one event loop and the core needs no lock; nothing blocks
- * that loop. A request's deadline is its arrival plus {@code X-Request-Deadline-Ms} (the client's
- * attempt timeout), only to count the work served after it as wasted: the FIFO queue does not
- * read it.
+ * time S by a timer, the {@link Admission} the {@code admissions} function makes, given a scheduler
+ * on this verticle's event loop). Deployed as its own verticle, so its requests and timers all run
+ * on one event loop and the core needs no lock; nothing blocks that loop. A request's deadline is
+ * its arrival plus {@code X-Request-Deadline-Ms} (the client's attempt timeout): the FIFO queue
+ * reads it only to count the work served after it as wasted, server-kit's queue to drop the
+ * request instead.
  */
 final class Backend extends VerticleBase {
   private final int port;
   private final Params params;
   private final Scenario scenario;
-  private final Supplier<WorkQueue> queues;
+  private final Function<RetryScheduler, Admission> admissions;
   private final PerSecond stats;
   private ServerCore core;
   private HttpServer server;
 
   /** Listens at once; serves from {@link #begin} on (answers 503 before). */
-  Backend(int port, Params params, Scenario scenario, Supplier<WorkQueue> queues, PerSecond stats) {
+  Backend(int port, Params params, Scenario scenario, Function<RetryScheduler, Admission> admissions,
+      PerSecond stats) {
     this.port = port;
     this.params = params;
     this.scenario = scenario;
-    this.queues = queues;
+    this.admissions = admissions;
     this.stats = stats;
   }
 
@@ -47,7 +50,13 @@ final class Backend extends VerticleBase {
   }
 
   private ServerCore newCore(long startMillis) {
-    return new ServerCore(params.workers(), queues.get(), new ServerCore.Timers() {
+    // timers set on this verticle's loop fire on it: the admission's expiry runs where requests do
+    RetryScheduler onLoop = (task, delayNanos) -> {
+      long id = vertx.setTimer(Math.max(1, delayNanos / 1_000_000 + (delayNanos % 1_000_000 == 0 ? 0 : 1)),
+          t -> task.run());
+      return () -> vertx.cancelTimer(id);
+    };
+    return new ServerCore(admissions.apply(onLoop), new ServerCore.Timers() {
       @Override
       public long nowMillis() {
         return System.currentTimeMillis();
@@ -81,8 +90,9 @@ final class Backend extends VerticleBase {
     if (a != null && a.trim().matches("[0-9]{1,3}")) {
       attempt = Integer.parseInt(a.trim());
     }
-    core.arrive(new Job(now, deadline, attempt, status -> {
+    core.arrive(new Job(now, deadline, attempt, (status, headers) -> {
       if (!request.response().closed()) {
+        headers.forEach(request.response()::putHeader);
         request.response().setStatusCode(status).end();
       }
     }));

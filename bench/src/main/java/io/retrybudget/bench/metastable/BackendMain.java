@@ -12,9 +12,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * The backend process of a real run: one {@link Backend} per arm, each on its own port. Listens,
+ * The backend process of a real run: one {@link Backend} per arm, each on its own port, with the
+ * arm's admission (server-kit's queue for {@link Arm#serverHalf}, else the FIFO queue). Listens,
  * prints {@code READY}, reads {@code GO <epochMillis>} on stdin, serves until the run's end plus
  * a grace second, then writes its per-second table ({@code arm,second,<ServerCore.COLUMNS>}) to the
  * output file and exits. Started by {@link MetastableExperiment}; its arguments are
@@ -36,10 +39,20 @@ public final class BackendMain {
     Map<Arm, PerSecond> tables = new LinkedHashMap<>();
     List<io.vertx.core.Future<?>> deployed = new ArrayList<>();
     List<Backend> backends = new ArrayList<>();
+    Map<Arm, ServerKitAdmission> serverKit = new ConcurrentHashMap<>();
     for (Map.Entry<Arm, Integer> e : ports.entrySet()) {
       PerSecond t = new PerSecond(scenario.totalSeconds(), ServerCore.COLUMNS);
       tables.put(e.getKey(), t);
-      Backend b = new Backend(e.getValue(), params, scenario, () -> new FifoWorkQueue(params.queueLimit()), t);
+      Arm arm = e.getKey();
+      Backend b = new Backend(e.getValue(), params, scenario, scheduler -> {
+        if (!arm.serverHalf()) {
+          return new FifoAdmission(params.workers(), params.queueLimit());
+        }
+        ServerKitAdmission a = ServerKitAdmission.of(params, System::nanoTime, scheduler,
+            () -> ThreadLocalRandom.current().nextDouble());
+        serverKit.put(arm, a);
+        return a;
+      }, t);
       backends.add(b);
       deployed.add(vertx.deployVerticle(b));
     }
@@ -56,6 +69,7 @@ public final class BackendMain {
     long end = epoch + scenario.totalSeconds() * 1000L + 1000;
     Thread.sleep(Math.max(0, end - System.currentTimeMillis()));
     vertx.close().await();
+    serverKit.forEach((arm, a) -> System.out.println("admission of " + arm.id() + ": " + a.stats()));
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out))) {
       w.println("arm,second," + String.join(",", ServerCore.COLUMNS));
       for (Map.Entry<Arm, PerSecond> e : tables.entrySet()) {

@@ -34,7 +34,8 @@ import java.util.function.LongSupplier;
  * robin over the arm's clients. Prints {@code LOADED} once every client is built and the fleet
  * budget has reached Redis, waits for {@code GO <epochMillis>} on stdin, runs the schedule, writes
  * {@code arm,second,<CallStats.COLUMNS>,latencies} and exits. Arguments:
- * {@code <out.csv> <scenario> <afterSeconds> <Params.encode> <jvmIndex> <jvms> <redisUri|-> <arm>=<port>,...}.
+ * {@code <out.csv> <scenario> <afterSeconds> <Params.encode> <jvmIndex> <jvms> <arm>=<redisUri>,...|-
+ * <arm>=<port>,...}.
  */
 public final class FleetMain {
   private FleetMain() {}
@@ -45,7 +46,13 @@ public final class FleetMain {
     Params params = Params.decode(args[3]);
     int index = Integer.parseInt(args[4]);
     int jvms = Integer.parseInt(args[5]);
-    String redisUri = args[6];
+    Map<Arm, String> redisUris = new LinkedHashMap<>();
+    if (!args[6].equals("-")) {
+      for (String kv : args[6].split(",")) {
+        int eq = kv.indexOf('=');
+        redisUris.put(Arm.byId(kv.substring(0, eq)), kv.substring(eq + 1));
+      }
+    }
     Map<Arm, URI> targets = new LinkedHashMap<>();
     for (String kv : args[7].split(",")) {
       String[] p = kv.split("=");
@@ -59,19 +66,23 @@ public final class FleetMain {
     RetryScheduler scheduler = RetryScheduler.of(timers);
     ExecutorService httpThreads = Executors.newCachedThreadPool(daemon("http"));
     ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(daemon("ticker"));
-    RedisBudgetClient redis = null;
+    Map<Arm, RedisBudgetClient> redis = new LinkedHashMap<>();
     Map<Arm, List<RetryingHttpClient>> clients = new LinkedHashMap<>();
     Map<Arm, CallStats> stats = new LinkedHashMap<>();
     List<RetryBudget> budgets = new ArrayList<>();
     for (Map.Entry<Arm, URI> e : targets.entrySet()) {
       Arm arm = e.getKey();
-      if (arm == Arm.FLEET && redis == null) {
+      if (arm.fleetBudget()) {
         // a budget call may take 250 ms (the SDK's default is 20 ms): this 2-core machine is shared
         // at load averages near 20, and a budget answering from its fallback is not what is measured
-        redis = RedisBudgetClient.builder(RedisConnectionOptions.standalone(redisUri).build())
-            .callTimeout(Duration.ofMillis(250)).build();
+        String uri = redisUris.get(arm);
+        if (uri == null) {
+          throw new IllegalArgumentException("no Redis given for arm " + arm.id());
+        }
+        redis.put(arm, RedisBudgetClient.builder(RedisConnectionOptions.standalone(uri).build())
+            .callTimeout(Duration.ofMillis(250)).build());
       }
-      RedisBudgetClient rc = redis;
+      RedisBudgetClient rc = redis.get(arm);
       // HTTP/1.1: java.net.http does not upgrade these requests to h2c, and every upgrade attempt
       // costs; no connect timeout (each one is a timer under the client's lock)
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).executor(httpThreads).build();
@@ -93,13 +104,13 @@ public final class FleetMain {
       clients.put(arm, list);
       warmUp(http, e.getValue());
     }
-    if (redis != null) {
+    for (Map.Entry<Arm, RedisBudgetClient> e : redis.entrySet()) {
       long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (redis.isDegraded() && System.nanoTime() < until) {
+      while (e.getValue().isDegraded() && System.nanoTime() < until) {
         Thread.sleep(50);
       }
-      if (redis.isDegraded()) {
-        System.out.println("WARNING: a fleet budget still answered from its fallback 30 s after start");
+      if (e.getValue().isDegraded()) {
+        System.out.println("WARNING: a budget of " + e.getKey().id() + " still answered from its fallback 30 s after start");
       }
     }
     System.out.println("LOADED");
@@ -152,9 +163,7 @@ public final class FleetMain {
     System.out.println("DONE");
     System.out.flush();
     budgets.forEach(RetryBudget::close);
-    if (redis != null) {
-      redis.close();
-    }
+    redis.values().forEach(RedisBudgetClient::close);
     System.exit(0);
   }
 

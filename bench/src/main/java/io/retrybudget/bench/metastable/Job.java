@@ -1,5 +1,7 @@
 package io.retrybudget.bench.metastable;
 
+import java.util.Map;
+
 /**
  * One request at the backend: when it arrived, when its caller gives up on it (from
  * {@code X-Request-Deadline-Ms}; {@link Long#MAX_VALUE} when it carried none), which attempt of its
@@ -8,7 +10,13 @@ package io.retrybudget.bench.metastable;
 final class Job {
   /** Answers a request: called once, on the backend's thread. */
   interface Reply {
-    void send(int status);
+    /** The answer's status and headers (a shed answer's pushback). */
+    void send(int status, Map<String, String> headers);
+
+    /** An answer without headers. */
+    default void send(int status) {
+      send(status, Map.of());
+    }
   }
 
   final long arrivalMillis;

@@ -8,30 +8,41 @@ import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.retry.http.HttpClientRules;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
 
 /**
  * The experiment as a discrete-event model on fake time: the same {@link ServerCore} and
- * {@link FifoWorkQueue} as the real backend, the same fleet of clients each with its own
- * {@link RetryExecutor} (the SDK's, with HTTP's retry rules) and its own budget from
+ * admission ({@link FifoAdmission}, or server-kit's queue for {@link Arm#serverHalf}) as the real
+ * backend, the same fleet of clients each with its own {@link RetryExecutor} (the SDK's, with
+ * HTTP's retry rules: the pushback a shed answer carries is obeyed) and its own budget from
  * {@link Arm#clientBudget}, paced by the same {@link Pacer}; only the network (none here) and
- * Redis differ. The fleet budget is one {@link LocalRetryBudget} shared by every client: the paced
- * rule of {@code budget.lua} over the fleet's counts, without Redis's flush lag. Deterministic for
- * a seed; one run takes well under a second of CPU per arm at 300 clients, whatever the machine's
- * load.
+ * Redis differ. The fleet budget is one {@link LocalRetryBudget} shared by every client of the
+ * arm: the paced rule of {@code budget.lua} over the fleet's counts, without Redis's flush lag.
+ * Deterministic for a seed; one run takes well under a second of CPU per arm at 300 clients,
+ * whatever the machine's load.
  */
 final class ModelRun {
   /** The step at which first attempts are released (the real fleet's ticker). */
   static final long TICK_MILLIS = 5;
   private static final long EPOCH_MILLIS = 1_000_000_000L; // budgets' clocks start far from zero
 
-  /** A response of the model: its status is all the retry rules read. */
-  record ModelResponse(int status) {}
+  /** A response of the model: the status and headers the retry rules read. */
+  record ModelResponse(int status, Map<String, String> headers) {
+    String header(String name) {
+      for (Map.Entry<String, String> h : headers.entrySet()) {
+        if (h.getKey().equalsIgnoreCase(name)) {
+          return h.getValue();
+        }
+      }
+      return null;
+    }
+  }
 
   private static final HttpClientRules<ModelResponse> RULES =
-      HttpClientRules.of(ModelResponse.class, ModelResponse::status, r -> name -> null, Clock.systemUTC());
+      HttpClientRules.of(ModelResponse.class, ModelResponse::status, r -> r::header, Clock.systemUTC());
 
   /** What one arm's run produced: the clients' table and the backend's. */
   record Result(Arm arm, PerSecond calls, PerSecond server) {}
@@ -52,7 +63,11 @@ final class ModelRun {
     long t0 = time.nanos();
     LongSupplier sinceStart = () -> (time.nanos() - t0) / 1_000_000L;
     PerSecond server = new PerSecond(scenario.totalSeconds(), ServerCore.COLUMNS);
-    ServerCore core = new ServerCore(p.workers(), new FifoWorkQueue(p.queueLimit()), new ServerCore.Timers() {
+    Random random = new Random(seed);
+    Admission admission = arm.serverHalf()
+        ? ServerKitAdmission.of(p, time::nanos, time, new Random(seed + 1)::nextDouble)
+        : new FifoAdmission(p.workers(), p.queueLimit());
+    ServerCore core = new ServerCore(admission, new ServerCore.Timers() {
       @Override
       public long nowMillis() {
         return sinceStart.getAsLong();
@@ -65,10 +80,9 @@ final class ModelRun {
     }, 0, m -> scenario.serviceMillis(p.serviceMillis(), m), server);
 
     CallStats stats = new CallStats(new PerSecond(scenario.totalSeconds(), CallStats.COLUMNS), sinceStart);
-    Random random = new Random(seed);
     RetryPolicy policy = RULES.apply(policy(p), true);
     LongSupplier budgetClock = () -> EPOCH_MILLIS + sinceStart.getAsLong();
-    RetryBudget fleet = arm == Arm.FLEET ? new LocalRetryBudget(Arm.fleetConfig("model"), budgetClock) : null;
+    RetryBudget fleet = arm.fleetBudget() ? new LocalRetryBudget(Arm.fleetConfig("model"), budgetClock) : null;
     RetryExecutor[] clients = new RetryExecutor[p.clients()];
     for (int i = 0; i < clients.length; i++) {
       Arm.ClientBudget cb = arm.clientBudget("model", budgetClock, () -> fleet);
@@ -99,7 +113,8 @@ final class ModelRun {
       CompletableFuture<ModelResponse> answer = new CompletableFuture<>();
       long now = sinceStart.getAsLong();
       long deadline = ctx.hasDeadline() ? now + ctx.remainingMillis() : Long.MAX_VALUE;
-      core.arrive(new Job(now, deadline, ctx.attempt(), status -> answer.complete(new ModelResponse(status))));
+      core.arrive(new Job(now, deadline, ctx.attempt(),
+          (status, headers) -> answer.complete(new ModelResponse(status, headers))));
       return answer;
     }).whenComplete((r, e) -> stats.ended(started, r != null && r.status() == 200));
   }

@@ -13,24 +13,26 @@ import java.util.StringJoiner;
 
 /**
  * One scenario with real parts: a backend JVM ({@link BackendMain}, one Vert.x server per arm),
- * {@code jvms} client JVMs ({@link FleetMain}) that share every arm's clients, and for the fleet
- * arm the caller's real {@code redis-server}. All arms run side by side on the same schedule,
- * released by one {@code GO <epoch>}; Redis's script calls are read from {@code INFO commandstats}
- * every second.
+ * {@code jvms} client JVMs ({@link FleetMain}) that share every arm's clients, and for each arm
+ * with the fleet budget a real {@code redis-server} of the caller's, one per arm so that each arm's
+ * Redis calls are its own. All arms run side by side on the same schedule, released by one
+ * {@code GO <epoch>}; Redis's script calls are read from {@code INFO commandstats} every second.
  */
 final class RealRun {
   private RealRun() {}
 
-  static ScenarioRun run(Params p, Scenario sc, List<Arm> arms, int jvms, RedisServerProcess redis, Path work)
-      throws Exception {
+  static ScenarioRun run(Params p, Scenario sc, List<Arm> arms, int jvms, Map<Arm, RedisServerProcess> redis,
+      Path work) throws Exception {
     Files.createDirectories(work);
     String tag = sc.id() + "-c" + p.clients();
     StringJoiner ports = new StringJoiner(",");
     for (Arm arm : arms) {
       ports.add(arm.id() + "=" + RedisServerProcess.freePort());
     }
-    if (redis != null) {
-      redis.call("FLUSHALL");
+    StringJoiner redisUris = new StringJoiner(",");
+    for (Map.Entry<Arm, RedisServerProcess> e : redis.entrySet()) {
+      e.getValue().call("FLUSHALL");
+      redisUris.add(e.getKey().id() + "=" + e.getValue().uri());
     }
     List<ChildJvm> children = new ArrayList<>();
     try {
@@ -44,7 +46,7 @@ final class RealRun {
         fleetCsvs.add(csv);
         children.add(new ChildJvm("fleet-" + i, work.resolve("fleet-" + i + "-" + tag + ".log"), FleetMain.class,
             List.of(csv.toString(), sc.id(), Integer.toString(sc.afterSeconds()), p.encode(), Integer.toString(i),
-                Integer.toString(jvms), redis == null ? "-" : redis.uri(), ports.toString())));
+                Integer.toString(jvms), redis.isEmpty() ? "-" : redisUris.toString(), ports.toString())));
       }
       backend.await("READY", 120_000);
       for (ChildJvm c : children.subList(1, children.size())) {
@@ -54,12 +56,9 @@ final class RealRun {
       for (ChildJvm c : children) {
         c.send("GO " + epoch);
       }
-      long[] redisCalls = new long[sc.totalSeconds()];
-      if (redis != null) {
-        sampleRedis(redis, epoch, redisCalls);
-      } else {
-        Thread.sleep(Math.max(0, epoch + sc.totalSeconds() * 1000L - System.currentTimeMillis()));
-      }
+      Map<Arm, long[]> redisCalls = new LinkedHashMap<>();
+      redis.keySet().forEach(arm -> redisCalls.put(arm, new long[sc.totalSeconds()]));
+      sampleRedis(redis, epoch, sc.totalSeconds(), redisCalls);
       for (ChildJvm c : children) {
         int code = c.waitFor(60_000);
         if (code != 0) {
@@ -84,15 +83,19 @@ final class RealRun {
     }
   }
 
-  /** Budget script calls (EVALSHA + EVAL) Redis served in each second of the run. */
-  private static void sampleRedis(RedisServerProcess redis, long epoch, long[] perSecond) throws InterruptedException {
+  /** Budget script calls (EVALSHA + EVAL) each arm's Redis served in each second of the run; waits the run out. */
+  private static void sampleRedis(Map<Arm, RedisServerProcess> redis, long epoch, int seconds,
+      Map<Arm, long[]> perSecond) throws InterruptedException {
     Thread.sleep(Math.max(0, epoch - System.currentTimeMillis()));
-    long prev = scriptCalls(redis);
-    for (int s = 0; s < perSecond.length; s++) {
+    Map<Arm, Long> prev = new LinkedHashMap<>();
+    redis.forEach((arm, r) -> prev.put(arm, scriptCalls(r)));
+    for (int s = 0; s < seconds; s++) {
       Thread.sleep(Math.max(0, epoch + (s + 1) * 1000L - System.currentTimeMillis()));
-      long now = scriptCalls(redis);
-      perSecond[s] = now - prev;
-      prev = now;
+      for (Map.Entry<Arm, RedisServerProcess> e : redis.entrySet()) {
+        long now = scriptCalls(e.getValue());
+        perSecond.get(e.getKey())[s] = now - prev.get(e.getKey());
+        prev.put(e.getKey(), now);
+      }
     }
   }
 

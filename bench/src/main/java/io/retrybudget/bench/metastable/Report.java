@@ -30,7 +30,7 @@ final class Report {
                 r.params().clients(), arm.id(), t, c.get(t, "first"), c.get(t, "retries"), c.get(t, "goodput"),
                 c.get(t, "failed"), c.get(t, "denied"), s.get(t, "arrived"), s.get(t, "processed"), s.get(t, "wasted"),
                 s.get(t, "refused"), s.get(t, "queue_max"), PerSecond.quantile(l, 0.5), PerSecond.quantile(l, 0.99),
-                arm == Arm.FLEET && r.redisCalls() != null ? r.redisCalls()[t] : 0);
+                r.redisCalls().containsKey(arm) ? r.redisCalls().get(arm)[t] : 0);
           }
         }
       }
@@ -53,8 +53,7 @@ final class Report {
           s.arm().label(), s.recoverySeconds() < 0 ? "none in " + (r.calls().get(s.arm()).seconds() - sc.triggerEnd()) + " s"
               : s.recoverySeconds() + " s", 100 * s.triggerGoodputShare(), s.triggerAmplification(),
           s.afterAmplification(), 100 * s.wastedShare(), s.p50Millis(), s.p99Millis(),
-          s.arm() == Arm.FLEET && r.redisCalls() != null ? String.format(Locale.ROOT, "%.1f", s.redisCallsPerSecond())
-              : "-"));
+          r.redisCalls().containsKey(s.arm()) ? String.format(Locale.ROOT, "%.1f", s.redisCallsPerSecond()) : "-"));
     }
     return b.toString();
   }

@@ -5,18 +5,16 @@ import java.util.Map;
 
 /**
  * What one scenario produced for every arm, the model's or a real run's: the clients' and the
- * backend's per-second tables, Redis's budget calls per second (null in the model, which has no
- * Redis), and
- * each arm's {@link ArmSummary}.
+ * backend's per-second tables, Redis's budget calls per second for each arm that has a Redis of its
+ * own (none in the model), and each arm's {@link ArmSummary}.
  */
 record ScenarioRun(Scenario scenario, Params params, Map<Arm, PerSecond> calls, Map<Arm, PerSecond> server,
-    long[] redisCalls) {
+    Map<Arm, long[]> redisCalls) {
 
   Map<Arm, ArmSummary> summaries() {
     Map<Arm, ArmSummary> m = new LinkedHashMap<>();
     for (Arm arm : calls.keySet()) {
-      m.put(arm, ArmSummary.of(arm, scenario, params, calls.get(arm), server.get(arm),
-          arm == Arm.FLEET ? redisCalls : null));
+      m.put(arm, ArmSummary.of(arm, scenario, params, calls.get(arm), server.get(arm), redisCalls.get(arm)));
     }
     return m;
   }
@@ -30,6 +28,6 @@ record ScenarioRun(Scenario scenario, Params params, Map<Arm, PerSecond> calls, 
       calls.put(arm, r.calls());
       server.put(arm, r.server());
     }
-    return new ScenarioRun(sc, p, calls, server, null);
+    return new ScenarioRun(sc, p, calls, server, Map.of());
   }
 }

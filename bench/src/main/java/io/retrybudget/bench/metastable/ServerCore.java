@@ -1,14 +1,15 @@
 package io.retrybudget.bench.metastable;
 
 import java.util.List;
+import java.util.Map;
 import java.util.function.LongToDoubleFunction;
 
 /**
- * The backend's capacity, apart from I/O: {@code workers} requests are served at once, each for
- * the service time the schedule gives when it starts (a timer, not CPU); the others wait in the
- * {@link WorkQueue}. Every served request is answered 200, and counted as wasted when its caller
- * had given up before the answer. The real backend drives it from one Vert.x event loop, the model
- * from fake time; either way it runs on one thread and needs no locking.
+ * The backend's capacity, apart from I/O: the {@link Admission} decides which request holds one of
+ * the K workers and when; a started request is served for the service time the schedule gives
+ * when it starts (a timer, not CPU), answered 200, and counted as wasted when its caller had given
+ * up before the answer. The real backend drives it from one Vert.x event loop, the model from fake
+ * time; either way it runs on one thread and needs no locking.
  */
 final class ServerCore {
   /** Per-second columns of the backend. */
@@ -21,8 +22,7 @@ final class ServerCore {
     void after(long delayMillis, Runnable task);
   }
 
-  private final int workers;
-  private final WorkQueue queue;
+  private final Admission admission;
   private final Timers timers;
   private final long startMillis;
   private final LongToDoubleFunction serviceMillisAt; // millis since start -> service time
@@ -32,15 +32,24 @@ final class ServerCore {
   private final int wasted;
   private final int refused;
   private final int queueMax;
-  private int busy;
-
-  ServerCore(int workers, WorkQueue queue, Timers timers, long startMillis, LongToDoubleFunction serviceMillisAt,
-      PerSecond stats) {
-    if (workers < 1) {
-      throw new IllegalArgumentException("workers must be at least 1, was " + workers);
+  private final Admission.Decisions decisions = new Admission.Decisions() {
+    @Override
+    public void start(Job job, Runnable release) {
+      long now = timers.nowMillis();
+      long service = Math.max(1, Math.round(serviceMillisAt.applyAsDouble(now - startMillis)));
+      timers.after(service, () -> finish(job, release));
     }
-    this.workers = workers;
-    this.queue = queue;
+
+    @Override
+    public void refuse(Job job, int status, Map<String, String> headers) {
+      stats.add(second(timers.nowMillis()), refused, 1);
+      job.reply.send(status, headers);
+    }
+  };
+
+  ServerCore(Admission admission, Timers timers, long startMillis, LongToDoubleFunction serviceMillisAt,
+      PerSecond stats) {
+    this.admission = admission;
     this.timers = timers;
     this.startMillis = startMillis;
     this.serviceMillisAt = serviceMillisAt;
@@ -60,47 +69,18 @@ final class ServerCore {
   void arrive(Job job) {
     long now = timers.nowMillis();
     stats.add(second(now), arrived, 1);
-    if (busy < workers && queue.size() == 0) {
-      start(job, now);
-    } else if (!queue.offer(job, now)) {
-      stats.add(second(now), refused, 1);
-      job.reply.send(503);
-    }
-    stats.max(second(now), queueMax, queue.size());
+    admission.arrive(job, now, decisions);
+    stats.max(second(now), queueMax, admission.waiting());
   }
 
-  private void start(Job job, long now) {
-    busy++;
-    long service = Math.max(1, Math.round(serviceMillisAt.applyAsDouble(now - startMillis)));
-    timers.after(service, () -> finish(job));
-  }
-
-  private void finish(Job job) {
+  private void finish(Job job, Runnable release) {
     long now = timers.nowMillis();
-    busy--;
     int s = second(now);
     stats.add(s, processed, 1);
     if (job.callerGone(now)) {
       stats.add(s, wasted, 1);
     }
     job.reply.send(200);
-    int before = queue.size();
-    Job next = queue.poll(now);
-    // what the queue answered itself instead of serving it
-    int answered = before - queue.size() - (next == null ? 0 : 1);
-    if (answered > 0) {
-      stats.add(s, refused, answered);
-    }
-    if (next != null) {
-      start(next, now);
-    }
-  }
-
-  int busy() {
-    return busy;
-  }
-
-  int queued() {
-    return queue.size();
+    release.run();
   }
 }

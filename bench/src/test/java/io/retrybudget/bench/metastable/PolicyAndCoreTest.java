@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.retrybudget.budget.BudgetDecision;
+import io.retrybudget.retry.FakeTime;
 import io.retrybudget.retry.RetryOutcome;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,17 +82,60 @@ class PolicyAndCoreTest {
   void theCoreServesInOrderRefusesBeyondTheQueueAndCountsStaleAnswersAsWasted() {
     Clock clock = new Clock();
     PerSecond stats = new PerSecond(5, ServerCore.COLUMNS);
-    ServerCore core = new ServerCore(1, new FifoWorkQueue(1), clock, 0, m -> 100, stats);
+    ServerCore core = new ServerCore(new FifoAdmission(1, 1), clock, 0, m -> 100, stats);
     List<String> answers = new ArrayList<>();
-    core.arrive(new Job(0, 1000, 1, s -> answers.add("a" + s)));
-    core.arrive(new Job(0, 150, 1, s -> answers.add("b" + s))); // its caller gives up at 150
-    core.arrive(new Job(0, 1000, 1, s -> answers.add("c" + s))); // the queue holds one
+    core.arrive(new Job(0, 1000, 1, (s, h) -> answers.add("a" + s)));
+    core.arrive(new Job(0, 150, 1, (s, h) -> answers.add("b" + s))); // its caller gives up at 150
+    core.arrive(new Job(0, 1000, 1, (s, h) -> answers.add("c" + s))); // the queue holds one
     assertEquals(List.of("c503"), answers);
     clock.advanceTo(1000);
     assertEquals(List.of("c503", "a200", "b200"), answers); // b served at 200, after its caller left
     assertEquals(2, stats.get(0, "processed"));
     assertEquals(1, stats.get(0, "wasted"));
     assertEquals(1, stats.get(0, "refused"));
+    assertEquals(3, stats.get(0, "arrived"));
+  }
+
+  /**
+   * Server-kit's queue in the core: it owns the worker, answers a request whose deadline (less the
+   * margin S) passes while it waits 504 do-not-retry without serving it, sheds a request that finds
+   * the queue full 503 with a pushback, and serves the rest.
+   */
+  @Test
+  void theServerHalfDropsExpiredRequestsUnservedAndShedsWithPushback() {
+    FakeTime time = new FakeTime();
+    long t0 = time.nanos();
+    ServerCore.Timers timers = new ServerCore.Timers() {
+      @Override
+      public long nowMillis() {
+        return (time.nanos() - t0) / 1_000_000L;
+      }
+
+      @Override
+      public void after(long delayMillis, Runnable task) {
+        time.schedule(task, delayMillis * 1_000_000L);
+      }
+    };
+    Params p = new Params(1, 100, 1, 1000, 0.7, 1, 3, 50, 1000);
+    PerSecond stats = new PerSecond(5, ServerCore.COLUMNS);
+    ServerCore core = new ServerCore(ServerKitAdmission.of(p, time::nanos, time, () -> 0.5), timers, 0, m -> 100,
+        stats);
+    List<String> answers = new ArrayList<>();
+    core.arrive(new Job(0, 1000, 1, (s, h) -> answers.add("a" + s)));
+    // must start by 150 - 100 (the margin): the only worker is busy until 100
+    core.arrive(new Job(0, 150, 1, (s, h) -> answers.add("b" + s + " " + h.get("X-Retry-Pushback-Ms"))));
+    core.arrive(new Job(0, 1000, 1, (s, h) -> answers.add("c" + s + " " + h.get("X-Retry-Pushback-Ms"))));
+    // the queue holds one: c is shed; nothing has finished, so the pushback is the least base (100 ms) spread by 0.5
+    assertEquals(List.of("c503 150"), answers);
+    time.advance(49_000_000L);
+    assertEquals(List.of("c503 150"), answers);
+    time.advance(1_000_000L);
+    assertEquals(List.of("c503 150", "b504 -1"), answers);
+    time.advance(950_000_000L);
+    assertEquals(List.of("c503 150", "b504 -1", "a200"), answers);
+    assertEquals(1, stats.get(0, "processed"));
+    assertEquals(0, stats.get(0, "wasted"));
+    assertEquals(2, stats.get(0, "refused"));
     assertEquals(3, stats.get(0, "arrived"));
   }
 
@@ -125,7 +169,7 @@ class PolicyAndCoreTest {
       server.put(arm, new PerSecond(sc.totalSeconds(), ServerCore.COLUMNS));
     }
     calls.get(Arm.FLEET).add(0, 2, -100); // second 0 does not count (start-up)
-    ScenarioRun run = new ScenarioRun(sc, Params.defaults(), calls, server, null);
+    ScenarioRun run = new ScenarioRun(sc, Params.defaults(), calls, server, java.util.Map.of());
     assertEquals(List.of(), MetastableExperiment.unhealthyBeforeTrigger(run));
     calls.get(Arm.FLEET).add(5, 2, -6); // 94 % in the last healthy second
     assertEquals(List.of(Arm.FLEET), MetastableExperiment.unhealthyBeforeTrigger(run));
