@@ -32,8 +32,10 @@ class ResultsNamedTest {
     Path results = BENCH.resolve("results");
     List<String> unnamed;
     try (Stream<Path> files = Files.walk(results)) {
+      List<String> ignored = ignoredFolders(results);
       unnamed = files.filter(Files::isRegularFile)
           .map(f -> results.relativize(f).toString().replace('\\', '/'))
+          .filter(rel -> ignored.stream().noneMatch(rel::startsWith))
           .filter(rel -> !named(rel, readme, patterns))
           .sorted()
           .collect(Collectors.toList());
@@ -105,5 +107,25 @@ class ResultsNamedTest {
       }
     }
     return re.toString();
+  }
+
+  /**
+   * Folders a {@code .gitignore} under results/ names (lines like {@code logs/}): what a local run
+   * leaves there is never committed, so a clean clone has none of it.
+   */
+  static List<String> ignoredFolders(Path results) throws IOException {
+    try (Stream<Path> files = Files.walk(results)) {
+      List<String> folders = new java.util.ArrayList<>();
+      for (Path ignore : files.filter(f -> f.getFileName().toString().equals(".gitignore")).collect(Collectors.toList())) {
+        String dir = results.relativize(ignore.getParent()).toString().replace('\\', '/');
+        for (String line : Files.readAllLines(ignore)) {
+          String entry = line.strip();
+          if (entry.endsWith("/") && !entry.startsWith("#") && !entry.contains("*")) {
+            folders.add((dir.isEmpty() ? "" : dir + "/") + entry.replaceFirst("^/", ""));
+          }
+        }
+      }
+      return folders;
+    }
   }
 }
