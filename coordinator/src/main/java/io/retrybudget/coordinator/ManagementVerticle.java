@@ -2,7 +2,7 @@ package io.retrybudget.coordinator;
 
 import io.retrybudget.coordinator.http.ConnectionGuard;
 import io.retrybudget.coordinator.api.MetricsScrape;
-import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.api.Responses;
 import io.retrybudget.coordinator.api.RedisErrors;
 import io.retrybudget.coordinator.budgets.BudgetService;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -92,11 +92,11 @@ final class ManagementVerticle extends VerticleBase {
     route(router, "/health/live", this::live);
     route(router, "/health/ready", this::ready);
     route(router, "/metrics", metrics);
-    router.errorHandler(404, ctx -> BudgetApi.error(ctx, 404, "path",
+    router.errorHandler(404, ctx -> Responses.error(ctx, 404, "path",
         "no such resource on the management port: it serves GET " + String.join(", ", PATHS)));
     router.errorHandler(500, ctx -> {
       LOG.log(Level.SEVERE, "unexpected failure on " + ctx.request().path(), ctx.failure());
-      BudgetApi.error(ctx, 500, null, "internal error");
+      Responses.error(ctx, 500, null, "internal error");
     });
     server = vertx.createHttpServer(serverOptions);
     return server.requestHandler(router)
@@ -111,7 +111,7 @@ final class ManagementVerticle extends VerticleBase {
       if (ctx.request().method() == HttpMethod.OPTIONS) {
         ctx.response().setStatusCode(204).end();
       } else {
-        BudgetApi.error(ctx, 405, "method", ctx.request().method().name() + " is not allowed here; allowed: " + ALLOW);
+        Responses.error(ctx, 405, "method", ctx.request().method().name() + " is not allowed here; allowed: " + ALLOW);
       }
     });
   }
@@ -144,7 +144,7 @@ final class ManagementVerticle extends VerticleBase {
       return;
     }
     Buffer encoded = body.toBuffer();
-    BudgetApi.headLength(ctx, encoded.length()).setStatusCode(status)
+    Responses.headLength(ctx, encoded.length()).setStatusCode(status)
         .putHeader(HttpHeaders.CONTENT_TYPE, "application/json").end(encoded);
   }
 

@@ -1,7 +1,7 @@
 package io.retrybudget.coordinator;
 
-import io.retrybudget.coordinator.http.ConnectionGuard;
-import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.http.RequestRefusals;
+import io.retrybudget.coordinator.api.OncePerMinute;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -147,7 +147,7 @@ class HttpHardeningTest {
     try (RawHttp c = new RawHttp(port)) {
       RawHttp.Answer r = c.send("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n").read();
       assertEquals(204, r.status());
-      assertEquals(ConnectionGuard.SERVER_METHODS, r.header("allow"));
+      assertEquals(RequestRefusals.SERVER_METHODS, r.header("allow"));
       assertEquals(200, c.send(request("GET", "/health/live")).read().status(), "kept alive");
       RawHttp.Answer get = c.send("GET * HTTP/1.1\r\nHost: t\r\n\r\n").read();
       assertEquals(400, get.status(), "* is for OPTIONS only");
@@ -552,7 +552,7 @@ class HttpHardeningTest {
   @Test
   void onceAMinuteMeansOnceAMinute() {
     long[] now = {0};
-    BudgetApi.OncePerMinute log = new BudgetApi.OncePerMinute("test events", () -> now[0]);
+    OncePerMinute log = new OncePerMinute("test events", () -> now[0]);
     assertTrue(log.report("a"));
     assertFalse(log.report("b"));
     now[0] += java.util.concurrent.TimeUnit.SECONDS.toNanos(59);

@@ -66,7 +66,7 @@ public final class MetricsScrape implements Handler<RoutingContext> {
         return;
       }
       if (r.succeeded()) {
-        BudgetApi.headLength(ctx, r.result().length()).putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
+        Responses.headLength(ctx, r.result().length()).putHeader(HttpHeaders.CONTENT_TYPE, CONTENT_TYPE).end(r.result());
       } else {
         ctx.fail(r.cause());
       }

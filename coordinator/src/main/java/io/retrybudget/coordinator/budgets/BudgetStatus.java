@@ -1,6 +1,6 @@
 package io.retrybudget.coordinator.budgets;
 
-import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.redis.protocol.StatusReply;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -60,7 +60,15 @@ public record BudgetStatus(
 
   /** The most whole permits the paced balance holds: half a second of its refill rate, at least 1 while it refills. */
   long balanceCap() {
-    return BudgetApi.capPermits(refillPpm);
+    return capPermits(refillPpm);
+  }
+
+  /**
+   * Whole permits the paced balance holds at most at this refill rate: the scripts' own rule
+   * (lua/budget.lua pace_cap), through its Java model, parity-checked against Redis.
+   */
+  public static long capPermits(long refillPpm) {
+    return PaceArithmetic.available(PaceArithmetic.cap(refillPpm));
   }
 
   public JsonObject toJson() {

@@ -47,7 +47,7 @@ public final class BoundedHttpTags implements MeterFilter {
   private String bound(String key, String value) {
     switch (key) {
       case "method":
-        return ConnectionGuard.KNOWN_METHODS.contains(value) ? value : OTHER;
+        return RequestRefusals.KNOWN_METHODS.contains(value) ? value : OTHER;
       case "code":
         return CODE.matcher(value).matches() ? value : OTHER;
       case "route":

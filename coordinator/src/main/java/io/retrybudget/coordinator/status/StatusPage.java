@@ -3,6 +3,7 @@ package io.retrybudget.coordinator.status;
 import io.retrybudget.coordinator.Coordinator;
 import io.retrybudget.coordinator.api.BadRequestException;
 import io.retrybudget.coordinator.api.BudgetApi;
+import io.retrybudget.coordinator.api.Responses;
 import io.retrybudget.coordinator.api.RequestParser;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
@@ -83,7 +84,7 @@ public final class StatusPage {
     try {
       RequestParser.name(ctx.pathParam("name"));
     } catch (BadRequestException e) {
-      BudgetApi.error(ctx, 400, e.field(), e.getMessage());
+      Responses.error(ctx, 400, e.field(), e.getMessage());
       return;
     }
     send(ctx, page);
@@ -92,7 +93,7 @@ public final class StatusPage {
   private void asset(RoutingContext ctx) {
     Asset a = assets.get(ctx.pathParam("asset"));
     if (a == null) {
-      BudgetApi.error(ctx, 404, "path", "no such resource");
+      Responses.error(ctx, 404, "path", "no such resource");
       return;
     }
     send(ctx, a);
