@@ -28,8 +28,8 @@ public record RelayCall(String clientId, long seq, BudgetCall call) {
    */
   public static RelayCall decode(List<byte[]> command, int from) {
     if (command.size() - from != 1 + KEYS + ARGS) {
-      throw new IllegalArgumentException("budget.lua takes " + KEYS + " keys and " + ARGS + " arguments, got "
-          + Math.max(0, command.size() - from - 1) + " values");
+      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS
+          + " arguments after the script, got " + Math.max(0, command.size() - from) + " values");
     }
     if (!"5".equals(text(command, from))) {
       throw new IllegalArgumentException("budget.lua takes 5 keys, numkeys was " + printable(text(command, from)));

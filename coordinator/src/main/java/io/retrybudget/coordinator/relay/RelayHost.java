@@ -45,6 +45,8 @@ public final class RelayHost extends VerticleBase {
   private NetServer server;
   private int connections;
   private long nextConnectionId;
+  private long tickTimer = -1;
+  private long sweepTimer = -1;
 
   private RelayHost(BudgetScripts scripts, RelayHostOptions options) {
     this.scripts = scripts;
@@ -68,8 +70,8 @@ public final class RelayHost extends VerticleBase {
         call -> scripts.budget(call, keys.computeIfAbsent(call.name(), scripts::keys), identity)
             .orTimeout(options.upstreamTimeoutMillis(), TimeUnit.MILLISECONDS),
         task -> context.runOnContext(v -> task.run()));
-    vertx.setPeriodic(TICK_MILLIS, id -> budgets.tick());
-    vertx.setPeriodic(SWEEP_MILLIS, id -> budgets.sweep());
+    tickTimer = vertx.setPeriodic(TICK_MILLIS, id -> budgets.tick());
+    sweepTimer = vertx.setPeriodic(SWEEP_MILLIS, id -> budgets.sweep());
     server = vertx.createNetServer(new NetServerOptions().setHost(options.host()).setPort(options.port())
         .setTcpNoDelay(true));
     server.connectHandler(this::connected);
@@ -144,6 +146,8 @@ public final class RelayHost extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    vertx.cancelTimer(tickTimer);
+    vertx.cancelTimer(sweepTimer);
     return server == null ? Future.succeededFuture() : server.close();
   }
 

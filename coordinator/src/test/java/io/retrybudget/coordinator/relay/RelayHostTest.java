@@ -161,6 +161,31 @@ class RelayHostTest {
         answerThenClose("*1\r\n$4\r\nPING\r\n*2\r\n*1\r\n"));
   }
 
+  @Test
+  void connectionsPastTheCapAreRefusedUntilOneCloses() throws Exception {
+    RelayHost small = RelayHost.start(vertx, scripts, RelayHostOptions.builder().maxConnections(1).build())
+        .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    try {
+      try (RespClient first = new RespClient("127.0.0.1", small.port(), 5_000)) {
+        assertEquals("PONG", first.call("PING"));
+        try (Socket second = new Socket("127.0.0.1", small.port())) {
+          second.setSoTimeout(5_000);
+          assertEquals("-ERR max number of clients reached\r\n",
+              new String(second.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1));
+        }
+      }
+      Eventually.await("a connection again once the first closed", Duration.ofSeconds(10), () -> {
+        try (RespClient again = new RespClient("127.0.0.1", small.port(), 5_000)) {
+          return "PONG".equals(again.call("PING"));
+        } catch (IOException e) {
+          return false;
+        }
+      });
+    } finally {
+      small.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+
   /** Sends {@code text} raw; returns all the relay answered until it closed the connection. */
   private static String answerThenClose(String text) throws IOException {
     try (Socket s = new Socket("127.0.0.1", relay.port())) {
