@@ -1,6 +1,7 @@
 package io.retrybudget.coordinator.relay;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Consumer;
 
@@ -12,13 +13,15 @@ import java.util.function.Consumer;
  *
  * <p>Bounded whatever a client sends: at most {@code maxArgs} arguments, each at most
  * {@code maxBulkBytes}, together at most {@code maxCommandBytes}; header lines at most 32 bytes. A
- * command's bytes are allocated only as its declared lengths pass those bounds, so a client that
- * declares a huge length and sends nothing costs nothing. Anything else (inline commands, nested
+ * command's bytes are allocated as they arrive, not as declared ({@link #heldBytes}), so a client that
+ * declares the largest length and sends nothing costs 1 KiB. Anything else (inline commands, nested
  * arrays, negative or non-decimal lengths, a missing {@code \r\n}) throws {@link RespProtocolException},
  * and the parser refuses every later chunk: the host answers the error and closes the connection.
  */
 public final class RespParser {
   private static final int MAX_LINE = 32;
+  /** A bulk string's buffer starts at most this large and doubles as its bytes arrive. */
+  private static final int FIRST_BULK_BUFFER = 1024;
 
   private enum State { ARRAY_HEADER, BULK_HEADER, BULK_BODY, BULK_END }
 
@@ -33,7 +36,9 @@ public final class RespParser {
   private List<byte[]> args;
   private int commandBytes;
   private byte[] bulk;
+  private int bulkLength;
   private int bulkFilled;
+  private int heldBytes; // of the arguments complete so far
   private int endSeen;
   private boolean failed;
 
@@ -65,11 +70,14 @@ public final class RespParser {
         switch (state) {
           case ARRAY_HEADER, BULK_HEADER -> i = header(data, i, end, sink);
           case BULK_BODY -> {
-            int n = Math.min(end - i, bulk.length - bulkFilled);
+            int n = Math.min(end - i, bulkLength - bulkFilled);
+            if (bulkFilled + n > bulk.length) {
+              bulk = Arrays.copyOf(bulk, Math.min(bulkLength, Math.max(2 * bulk.length, bulkFilled + n)));
+            }
             System.arraycopy(data, i, bulk, bulkFilled, n);
             bulkFilled += n;
             i += n;
-            if (bulkFilled == bulk.length) {
+            if (bulkFilled == bulkLength) {
               state = State.BULK_END;
               endSeen = 0;
             }
@@ -81,6 +89,7 @@ public final class RespParser {
             }
             if (++endSeen == 2) {
               args.add(bulk);
+              heldBytes += bulk.length;
               bulk = null;
               argDone(sink);
             }
@@ -136,6 +145,7 @@ public final class RespParser {
       argsLeft = (int) n;
       args = new ArrayList<>(argsLeft);
       commandBytes = 0;
+      heldBytes = 0;
       state = State.BULK_HEADER;
       return;
     }
@@ -146,7 +156,8 @@ public final class RespParser {
       throw new RespProtocolException("command longer than " + maxCommandBytes + " bytes");
     }
     commandBytes += (int) n;
-    bulk = new byte[(int) n];
+    bulkLength = (int) n;
+    bulk = new byte[Math.min(bulkLength, FIRST_BULK_BUFFER)];
     bulkFilled = 0;
     state = n == 0 ? State.BULK_END : State.BULK_BODY;
     endSeen = 0;
@@ -159,6 +170,7 @@ public final class RespParser {
     }
     List<byte[]> command = args;
     args = null;
+    heldBytes = 0;
     state = State.ARRAY_HEADER;
     sink.accept(command);
   }
@@ -187,6 +199,15 @@ public final class RespParser {
 
   private static String describe(byte b) {
     return b >= 0x21 && b <= 0x7e ? "'" + (char) b + "'" : String.format("byte 0x%02x", b & 0xff);
+  }
+
+  /**
+   * The bytes held for the command begun and not complete: its complete arguments and the buffer of
+   * the one arriving, which grows with what arrived (never to more than twice that, or 1 KiB), not
+   * with what was declared.
+   */
+  public int heldBytes() {
+    return heldBytes + (bulk == null ? 0 : bulk.length);
   }
 
   /** True while a command has begun and is not complete (bytes of it are held). */

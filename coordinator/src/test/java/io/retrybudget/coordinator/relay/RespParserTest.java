@@ -115,6 +115,23 @@ class RespParserTest {
   }
 
   @Test
+  void aDeclaredLengthCostsNothingUntilItsBytesArrive() {
+    RespParser p = new RespParser(8, 1 << 20, 1 << 20);
+    byte[] head = "*1\r\n$1000000\r\n".getBytes(StandardCharsets.ISO_8859_1);
+    p.feed(head, 0, head.length, c -> { });
+    assertEquals(1024, p.heldBytes(), "a million declared, nothing sent: the first buffer only");
+    byte[] some = new byte[5_000];
+    p.feed(some, 0, some.length, c -> { });
+    assertEquals(5000, p.heldBytes(), "grown to hold what arrived");
+    byte[] rest = new byte[1_000_000 - 5_000];
+    List<List<byte[]>> got = new ArrayList<>();
+    p.feed(rest, 0, rest.length, c -> { });
+    p.feed("\r\n".getBytes(StandardCharsets.ISO_8859_1), 0, 2, got::add);
+    assertEquals(1_000_000, got.get(0).get(0).length, "the argument is exactly its declared length");
+    assertEquals(0, p.heldBytes());
+  }
+
+  @Test
   void longHeaderLinesAreRefused() {
     assertEquals("Protocol error: header line longer than 32 bytes", refused("*" + "0".repeat(40)));
   }
