@@ -1,0 +1,104 @@
+package io.retrybudget.coordinator.relay;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.BudgetMode;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/**
+ * One budget.lua call as the SDK's {@code BudgetScripts} sends it ({@code EVALSHA sha 5 cfg win clients
+ * index pace} and 12 arguments: client id, report number, requests, denied, need, want, the seed's
+ * ratio ppm, window, floor, mode and ceiling, fallback retries), decoded into what a relay takes, and
+ * the reply written as budget.lua writes its own: strings as bulk strings, numbers as integers.
+ *
+ * @param clientId the calling client's id (budget.lua's ARGV[1])
+ * @param seq its report number (ARGV[2]), strictly increasing per client id
+ * @param call the counts, asks and seed
+ */
+public record RelayCall(String clientId, long seq, BudgetCall call) {
+  private static final int KEYS = 5;
+  private static final int ARGS = 12;
+
+  /**
+   * Decodes {@code command[from..]}: numkeys, the keys, the arguments. Throws
+   * {@link IllegalArgumentException} naming what is wrong.
+   */
+  public static RelayCall decode(List<byte[]> command, int from) {
+    if (command.size() - from != 1 + KEYS + ARGS) {
+      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS
+          + " arguments after the script, got " + Math.max(0, command.size() - from) + " values");
+    }
+    if (!"5".equals(text(command, from))) {
+      throw new IllegalArgumentException("budget.lua takes 5 keys, numkeys was " + printable(text(command, from)));
+    }
+    String name = BudgetKeys.budgetOf(text(command, from + 1));
+    if (name == null) {
+      throw new IllegalArgumentException("the first key is no budget's configuration key");
+    }
+    BudgetKeys keys = new BudgetKeys(name);
+    String[] expected = {keys.config(), keys.window(), keys.clients(), keys.index(), keys.pace()};
+    for (int i = 0; i < KEYS; i++) {
+      if (!expected[i].equals(text(command, from + 1 + i))) {
+        throw new IllegalArgumentException("key " + (i + 1) + " is not " + expected[i]);
+      }
+    }
+    int a = from + 1 + KEYS;
+    String clientId = text(command, a);
+    if (clientId.isEmpty() || clientId.length() > 64 || clientId.contains(":")) {
+      throw new IllegalArgumentException("a relay needs the client id (1 to 64 characters without ':')");
+    }
+    long seq = number(command, a + 1, "seq");
+    if (seq <= 0) {
+      throw new IllegalArgumentException("seq must be positive, was " + seq);
+    }
+    BudgetConfig seed = null;
+    if (!text(command, a + 6).isEmpty()) {
+      try {
+        seed = BudgetConfig.builder(name)
+            .ratioPpm(number(command, a + 6, "ratio_ppm"))
+            .windowSeconds((int) number(command, a + 7, "window_s"))
+            .minRetriesPerSecond((int) number(command, a + 8, "min_rps"))
+            .mode(BudgetMode.fromWireName(text(command, a + 9)))
+            .maxCallsPerSecond((int) number(command, a + 10, "max_calls"))
+            .build();
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("bad seed: " + e.getMessage());
+      }
+    }
+    String retries = text(command, a + 11);
+    BudgetCall call = new BudgetCall(name, number(command, a + 2, "requests"), number(command, a + 3, "denied"),
+        retries.isEmpty() ? 0 : number(command, a + 11, "retries"), number(command, a + 4, "need"),
+        number(command, a + 5, "want"), seed);
+    return new RelayCall(clientId, seq, call);
+  }
+
+  /** {@code reply} as budget.lua's 15 values: status and mode as bulk strings, the rest as integers. */
+  public static void write(BudgetReply reply, RespWriter out) {
+    out.array(15).bulk(reply.status()).integer(reply.granted()).integer(reply.requests()).integer(reply.retries())
+        .integer(reply.denied()).integer(reply.allowance()).integer(reply.activeClients()).integer(reply.ratioPpm())
+        .integer(reply.windowSeconds()).integer(reply.minRetriesPerSecond()).bulk(reply.mode())
+        .integer(reply.available()).integer(reply.nextGrantMillis()).integer(reply.refillPpm())
+        .integer(reply.maxCallsPerSecond());
+  }
+
+  private static String text(List<byte[]> command, int i) {
+    return new String(command.get(i), StandardCharsets.UTF_8);
+  }
+
+  private static long number(List<byte[]> command, int i, String field) {
+    String s = text(command, i);
+    if (s.isEmpty() || s.length() > 18 || !s.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      throw new IllegalArgumentException(field + " must be a non-negative integer, was " + printable(s));
+    }
+    return Long.parseLong(s);
+  }
+
+  /** At most 32 characters of client text, for an error message. */
+  static String printable(String s) {
+    String cut = s.length() > 32 ? s.substring(0, 32) + "..." : s;
+    return "'" + cut.replaceAll("[^\\x20-\\x7e]", "?") + "'";
+  }
+}

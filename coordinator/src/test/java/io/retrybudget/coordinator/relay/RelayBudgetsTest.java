@@ -1,0 +1,86 @@
+package io.retrybudget.coordinator.relay;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.relay.RelaySettings;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/** The host's budgets on fake time, with a hand-driven upstream and event loop. */
+class RelayBudgetsTest {
+  private long now = 1_000_000;
+  private final List<CompletableFuture<BudgetReply>> sent = new ArrayList<>();
+  private final List<BudgetCall> calls = new ArrayList<>();
+  private final Queue<Runnable> loop = new ArrayDeque<>();
+  private final RelayBudgets budgets = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5, call -> {
+    calls.add(call);
+    CompletableFuture<BudgetReply> f = new CompletableFuture<>();
+    sent.add(f);
+    return f;
+  }, loop::add);
+
+  private static RelayCall call(String budget, String client, long seq, long requests, long need) {
+    return new RelayCall(client, seq, new BudgetCall(budget, requests, 0, 0, need, need, BudgetConfig.builder(budget).build()));
+  }
+
+  private static BudgetReply counted(long requests) {
+    return new BudgetReply("counted", 0, requests, 0, 0, 100, 1, 100_000, 10, 10, "enforce", 50, 0, 10_000_000, 2000);
+  }
+
+  @Test
+  void aBudgetsFirstCallGoesToRedisAtOnceAndItsAnswerComesBackOnTheLoop() {
+    budgets.call(call("a", "c1", 1, 5, 0));
+    assertEquals(1, calls.size(), "the first client's call is due at once");
+    assertEquals(5, calls.get(0).requests());
+    budgets.call(call("a", "c1", 2, 3, 0));
+    budgets.tick();
+    assertEquals(1, calls.size(), "one call in flight per budget");
+    sent.get(0).complete(counted(5));
+    assertTrue(budgets.relay("a").pendingRequests() > 0 && loop.size() == 1, "the answer waits for the loop");
+    loop.poll().run();
+    now += 600; // past the longest upstream interval
+    budgets.tick();
+    assertEquals(2, calls.size());
+    assertEquals(3, calls.get(1).requests(), "the next call carries what came after");
+    assertEquals(2, budgets.upstreamCalls());
+  }
+
+  @Test
+  void aFailedCallIsCountedAndItsCountsLost() {
+    budgets.call(call("a", "c1", 1, 7, 0));
+    sent.get(0).completeExceptionally(new IllegalStateException("timeout"));
+    loop.poll().run();
+    assertEquals(1, budgets.upstreamFailures());
+    assertEquals(7, budgets.relay("a").lostRequests(), "a failed call may have been applied: never sent again");
+  }
+
+  @Test
+  void anUpstreamThatThrowsIsAFailedCallNotAnEscapingError() {
+    RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5, call -> {
+      throw new IllegalStateException("closed");
+    }, Runnable::run);
+    BudgetReply reply = throwing.call(call("a", "c1", 1, 7, 0));
+    assertEquals("counted", reply.status());
+    assertEquals(1, throwing.upstreamFailures());
+  }
+
+  @Test
+  void budgetsAreBounded() {
+    budgets.call(call("a", "c1", 1, 1, 0));
+    budgets.call(call("b", "c1", 1, 1, 0));
+    assertEquals("this relay serves at most 2 budgets",
+        assertThrows(IllegalStateException.class, () -> budgets.call(call("c", "c1", 1, 1, 0))).getMessage());
+    assertEquals(2, budgets.size());
+    assertFalse(budgets.relay("a") == null || budgets.relay("b") == null);
+  }
+}

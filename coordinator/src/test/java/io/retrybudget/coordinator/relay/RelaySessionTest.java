@@ -1,0 +1,160 @@
+package io.retrybudget.coordinator.relay;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class RelaySessionTest {
+  private static final BudgetReply REPLY = new BudgetReply("granted", 2, 100, 5, 1, 20, 3, 100_000, 10, 10, "enforce",
+      7, 0, 1_000_000, 1_500);
+  private final List<RelayCall> calls = new ArrayList<>();
+  private final RespWriter out = new RespWriter();
+
+  private RelaySession session(String password) {
+    return new RelaySession(password, 42, call -> {
+      calls.add(call);
+      return REPLY;
+    }, out);
+  }
+
+  private static List<byte[]> command(String... args) {
+    return Arrays.stream(args).map(a -> a.getBytes(StandardCharsets.UTF_8)).toList();
+  }
+
+  private String answer(RelaySession s, String... args) {
+    assertTrue(s.handle(command(args)), "the connection stays open");
+    return new String(out.take(), StandardCharsets.UTF_8);
+  }
+
+  private static String[] budgetCall(String verb, String script, String... argv) {
+    BudgetKeys k = new BudgetKeys("payments-api");
+    List<String> c = new ArrayList<>(List.of(verb, script, "5", k.config(), k.window(), k.clients(), k.index(), k.pace()));
+    c.addAll(List.of(argv));
+    return c.toArray(new String[0]);
+  }
+
+  private static final String[] ARGV = {"client-1", "7", "30", "2", "1", "4", "100000", "10", "10", "enforce", "2000", ""};
+
+  @Test
+  void helloSwitchesTheProtocolAndTellsWhoAnswers() {
+    RelaySession s = session(null);
+    String resp3 = answer(s, "HELLO", "3", "SETNAME", "app");
+    assertTrue(resp3.startsWith("%7\r\n$6\r\nserver\r\n$18\r\nretry-budget-relay\r\n"), resp3);
+    assertTrue(resp3.contains("$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:42\r\n"), resp3);
+    assertEquals("$3\r\napp\r\n", answer(s, "CLIENT", "GETNAME"));
+    assertTrue(answer(s, "HELLO", "2").startsWith("*14\r\n"), "RESP2: the map as a flat array");
+    assertEquals("-NOPROTO unsupported protocol version\r\n", answer(s, "HELLO", "4"));
+  }
+
+  @Test
+  void whatLettuceSendsOnConnectIsAnsweredAsRedisAnswersIt() {
+    RelaySession s = session(null);
+    assertEquals("+OK\r\n", answer(s, "CLIENT", "SETINFO", "lib-name", "Lettuce"));
+    assertEquals("+OK\r\n", answer(s, "CLIENT", "SETNAME", "x"));
+    assertEquals(":42\r\n", answer(s, "CLIENT", "ID"));
+    assertEquals("+PONG\r\n", answer(s, "PING"));
+    assertEquals("$2\r\nhi\r\n", answer(s, "PING", "hi"));
+    assertEquals("+OK\r\n", answer(s, "SELECT", "0"));
+    assertEquals("-ERR DB index is out of range\r\n", answer(s, "SELECT", "-1"));
+    assertEquals("-ERR unknown subcommand 'MAINT_NOTIFICATIONS' of CLIENT\r\n", answer(s, "client", "maint_notifications", "on"));
+    assertEquals("-ERR unknown command 'FLUSHALL'\r\n", answer(s, "FLUSHALL"));
+    assertEquals("-ERR wrong number of arguments for 'echo' command\r\n", answer(s, "ECHO"));
+    assertFalse(s.handle(command("QUIT")), "QUIT closes after its reply");
+    assertEquals("+OK\r\n", new String(out.take(), StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void withAPasswordNothingButAuthHelloAndQuitRunsBeforeIt() {
+    RelaySession s = session("secret");
+    assertEquals("-NOAUTH Authentication required.\r\n", answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)));
+    assertTrue(calls.isEmpty());
+    assertEquals("-WRONGPASS invalid username-password pair or user is disabled.\r\n", answer(s, "AUTH", "wrong"));
+    assertEquals("-WRONGPASS invalid username-password pair or user is disabled.\r\n", answer(s, "AUTH", "other", "secret"));
+    assertTrue(answer(s, "HELLO", "3").startsWith("-NOAUTH HELLO must be called"));
+    assertTrue(answer(s, "HELLO", "3", "AUTH", "default", "secret").startsWith("%7\r\n"));
+    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)).startsWith("*15\r\n"));
+  }
+
+  @Test
+  void authWithoutAPasswordIsRefusedAsRedisRefusesIt() {
+    assertTrue(answer(session(null), "AUTH", "x").startsWith("-ERR AUTH <password> called without any password configured"));
+  }
+
+  @Test
+  void budgetLuaBySha1OrTextGoesToTheRelayDecoded() {
+    RelaySession s = session(null);
+    String reply = answer(s, budgetCall("EVALSHA", LuaScript.BUDGET.sha1(), ARGV));
+    assertEquals("*15\r\n$7\r\ngranted\r\n:2\r\n:100\r\n:5\r\n:1\r\n:20\r\n:3\r\n:100000\r\n:10\r\n:10\r\n$7\r\nenforce\r\n"
+        + ":7\r\n:0\r\n:1000000\r\n:1500\r\n", reply);
+    answer(s, budgetCall("EVAL", LuaScript.BUDGET.body(), ARGV));
+    assertEquals(2, calls.size());
+    RelayCall c = calls.get(0);
+    assertEquals("client-1", c.clientId());
+    assertEquals(7, c.seq());
+    assertEquals("payments-api", c.call().name());
+    assertEquals(List.of(30L, 2L, 0L, 1L, 4L), List.of(c.call().requests(), c.call().denied(), c.call().retries(),
+        c.call().need(), c.call().want()));
+    assertEquals(100_000, c.call().seed().ratioPpm());
+    assertEquals(2000, c.call().seed().maxCallsPerSecond());
+  }
+
+  @Test
+  void otherScriptsAreRefused() {
+    RelaySession s = session(null);
+    assertEquals("-NOSCRIPT No matching script. Please use EVAL.\r\n", answer(s, "EVALSHA", LuaScript.STATUS.sha1(), "0"));
+    assertEquals("-ERR this relay runs budget.lua only\r\n", answer(s, "EVAL", "return 1", "0"));
+    assertEquals("$40\r\n" + LuaScript.BUDGET.sha1() + "\r\n", answer(s, "SCRIPT", "LOAD", LuaScript.BUDGET.body()));
+    assertEquals("-ERR this relay runs budget.lua only (script sha " + LuaScript.STATUS.sha1() + ")\r\n",
+        answer(s, "SCRIPT", "LOAD", LuaScript.STATUS.body()));
+    assertEquals("*2\r\n:1\r\n:0\r\n", answer(s, "SCRIPT", "EXISTS", LuaScript.BUDGET.sha1(), LuaScript.DELETE.sha1()));
+    assertEquals("-ERR unknown or malformed SCRIPT subcommand 'FLUSH'\r\n", answer(s, "SCRIPT", "FLUSH"));
+    assertTrue(calls.isEmpty());
+  }
+
+  @Test
+  void aBadBudgetCallIsRefusedNamingWhatIsWrong() {
+    RelaySession s = session(null);
+    String sha = RelaySession.BUDGET_SHA;
+    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 arguments after the script, got 1 values\r\n",
+        answer(s, "EVALSHA", sha, "0"));
+    String[] noId = ARGV.clone();
+    noId[0] = "";
+    assertEquals("-ERR bad budget.lua call: a relay needs the client id (1 to 64 characters without ':')\r\n",
+        answer(s, budgetCall("EVALSHA", sha, noId)));
+    String[] badCount = ARGV.clone();
+    badCount[2] = "-5";
+    assertEquals("-ERR bad budget.lua call: requests must be a non-negative integer, was '-5'\r\n",
+        answer(s, budgetCall("EVALSHA", sha, badCount)));
+    String[] badMode = ARGV.clone();
+    badMode[9] = "loose";
+    assertEquals("-ERR bad budget.lua call: bad seed: mode must be 'enforce' or 'shadow', was 'loose'\r\n",
+        answer(s, budgetCall("EVALSHA", sha, badMode)));
+    String[] wantBelowNeed = ARGV.clone();
+    wantBelowNeed[5] = "0";
+    assertTrue(answer(s, budgetCall("EVALSHA", sha, wantBelowNeed)).startsWith("-ERR bad budget.lua call: bad budget call:"));
+    List<String> wrongKey = new ArrayList<>(List.of(budgetCall("EVALSHA", sha, ARGV)));
+    wrongKey.set(4, "rb:v2:{other}:win");
+    assertEquals("-ERR bad budget.lua call: key 2 is not rb:v2:{payments-api}:win\r\n",
+        answer(s, wrongKey.toArray(new String[0])));
+    assertTrue(calls.isEmpty(), "nothing reached the relay");
+  }
+
+  @Test
+  void aRelayThatRefusesAnswersAnErrorAndTheConnectionStays() {
+    RelaySession s = new RelaySession(null, 1, call -> {
+      throw new IllegalStateException("this relay serves at most 1 budgets");
+    }, out);
+    assertEquals("-ERR relay: this relay serves at most 1 budgets\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)));
+    assertEquals("+PONG\r\n", answer(s, "PING"));
+  }
+}
