@@ -21,6 +21,11 @@ import java.util.function.Supplier;
  * refuses a timer) ends the call with that failure instead of leaving it pending.
  */
 final class AsyncCall<T> {
+  /**
+   * The context of every call whose attempts take none (a {@code Supplier}): the state machine asks
+   * it only whether the call carries a key, and no attempt ever sees it, so none is made.
+   */
+  private static final AttemptContext NO_CONTEXT = new AttemptContext(null, () -> 0L);
   private final RetryExecutor x;
   private final Listeners listeners; // this call's: the executor's own unless one keeps state per call
   private final Supplier<? extends CompletionStage<T>> supplier; // the attempts, when they take no context
@@ -28,6 +33,7 @@ final class AsyncCall<T> {
   private final AttemptContext first;
   private final CallState<T> state;
   final CallFuture<T> result = new CallFuture<>(this);
+  private List<Action> spareActions; // guarded by state's monitor: one action list reused while no transition holds it
 
   AsyncCall(RetryExecutor x, Listeners listeners, RetryPolicy policy, RetryPlanner planner,
       Supplier<? extends CompletionStage<T>> supplier, Function<AttemptContext, ? extends CompletionStage<T>> function,
@@ -36,14 +42,14 @@ final class AsyncCall<T> {
     this.listeners = listeners;
     this.supplier = supplier;
     this.function = function;
-    this.first = first != null ? first : new AttemptContext(null, x.nanoClock);
+    this.first = first != null ? first : NO_CONTEXT;
     this.state = new CallState<>(policy, planner, x.hedging, x.budget != null ? x.budget.name() : null,
         this.first, start, firstFuture, !listeners.isEmpty());
   }
 
   /** @param verdict non-null when the first attempt answered at once with a result the policy retries */
   void start(T value, RetryPlanner.Verdict verdict, double random) {
-    fire(new CallState.Start(value, verdict, random));
+    fire(verdict == null ? CallState.Start.SENT : new CallState.Start(value, verdict, random));
   }
 
   void callerCompleted() {
@@ -62,20 +68,54 @@ final class AsyncCall<T> {
 
   /** One transition under the lock, then its actions outside it. */
   private void fire(Event event) {
-    List<Action> actions = new ArrayList<>(4);
+    List<Action> actions;
     synchronized (state) {
+      actions = borrowActions();
       state.transition(event, actions, x.nanoClock.getAsLong());
     }
     perform(actions);
   }
 
+  /**
+   * An empty action list: the call's spare one, unless a transition on another thread, or one
+   * further up this thread's stack (an attempt answered at once), holds it. Called under the lock.
+   */
+  private List<Action> borrowActions() {
+    List<Action> actions = spareActions;
+    spareActions = null;
+    return actions != null ? actions : new ArrayList<>(4);
+  }
+
+  /** Hands a list whose actions have all been taken back for the call's next transition. */
+  private void returnActions(List<Action> actions) {
+    actions.clear();
+    synchronized (state) {
+      spareActions = actions;
+    }
+  }
+
+  /**
+   * Runs the actions in order. The list goes back for reuse before the last one runs: that one
+   * (sending an attempt, watching one that answered at once) often fires the next transition.
+   */
   private void perform(List<Action> actions) {
-    for (int i = 0; i < actions.size(); i++) {
-      try {
-        perform(actions.get(i));
-      } catch (Throwable t) {
-        fire(new CallState.Stop(RetryOutcome.ERROR, t));
-      }
+    int last = actions.size() - 1;
+    for (int i = 0; i < last; i++) {
+      performIsolated(actions.get(i));
+    }
+    Action lastAction = last >= 0 ? actions.get(last) : null;
+    returnActions(actions);
+    if (lastAction != null) {
+      performIsolated(lastAction);
+    }
+  }
+
+  /** One action; one that throws ends the call with its failure instead of leaving it pending. */
+  private void performIsolated(Action action) {
+    try {
+      perform(action);
+    } catch (Throwable t) {
+      fire(new CallState.Stop(RetryOutcome.ERROR, t));
     }
   }
 
@@ -163,12 +203,14 @@ final class AsyncCall<T> {
       future = CompletableFuture.failedFuture(t);
     }
     listeners.onAttemptSent(attempt.number);
-    List<Action> timeout = new ArrayList<>(1);
+    List<Action> timeout;
     boolean kept;
     synchronized (state) {
+      timeout = borrowActions();
       kept = state.sent(attempt, future, timeout);
     }
     if (!kept) {
+      returnActions(timeout);
       future.cancel(true); // the call or round ended while this attempt was being sent
       return;
     }
@@ -182,8 +224,21 @@ final class AsyncCall<T> {
     }
   }
 
+  /**
+   * Judges the attempt's answer when it comes: at once if it came already. {@code handle}, not
+   * {@code whenComplete}: the latter wraps a failure in a new {@link CompletionException} (a stack
+   * trace and a message) for the dependent future nobody reads.
+   */
   private void watch(Attempt<T> attempt) {
-    attempt.future.whenComplete((value, error) -> settled(attempt, value, unwrap(error), false));
+    CompletableFuture<T> future = attempt.future;
+    if (future.isDone() && !future.isCompletedExceptionally()) {
+      settled(attempt, future.join(), null, false); // no dependent future for an answer already there
+      return;
+    }
+    future.handle((value, error) -> {
+      settled(attempt, value, unwrap(error), false);
+      return null;
+    });
   }
 
   private void timedOut(Attempt<T> attempt) {

@@ -66,7 +66,10 @@ final class CallState<T> {
    * caller's thread); {@code verdict} is non-null when that attempt had already answered with a
    * result the policy retries (judged there once, never twice).
    */
-  record Start(Object value, RetryPlanner.Verdict verdict, double random) implements Event {}
+  record Start(Object value, RetryPlanner.Verdict verdict, double random) implements Event {
+    /** The start of every call whose first attempt had not answered yet; shared: read, never told apart. */
+    static final Start SENT = new Start(null, null, 0);
+  }
 
   /** An attempt answered, failed or timed out; its verdict was reached outside the lock. */
   record AttemptDone(Attempt<?> attempt, Object value, Throwable failure, RetryPlanner.Verdict verdict, double random,
@@ -127,7 +130,7 @@ final class CallState<T> {
   private final AttemptContext first; // the call's key lives here
   private final long start;
   private final CompletableFuture<T> firstFuture;
-  private final boolean reportAttempts; // tell listeners each attempt's end (only when there are listeners)
+  private final boolean tellListeners; // the call has listeners: without any, no Notify action is made
 
   // ---- state -------------------------------------------------------------------------------
   private Phase phase = Phase.NEW;
@@ -149,10 +152,10 @@ final class CallState<T> {
     this(policy, planner, hedging, budgetName, first, start, firstFuture, false);
   }
 
-  /** @param reportAttempts whether each accepted attempt answer adds a {@code Notify(ATTEMPT_ENDED)} */
+  /** @param tellListeners whether the call has listeners: without any, no {@link Notify} action is made */
   CallState(RetryPolicy policy, RetryPlanner planner, HedgePolicy hedging, String budgetName, AttemptContext first,
-      long start, CompletableFuture<T> firstFuture, boolean reportAttempts) {
-    this.reportAttempts = reportAttempts;
+      long start, CompletableFuture<T> firstFuture, boolean tellListeners) {
+    this.tellListeners = tellListeners;
     this.policy = policy;
     this.planner = planner;
     this.hedging = hedging;
@@ -217,7 +220,7 @@ final class CallState<T> {
       out.add(new Watch(firstAttempt));
       armHedge(out, now);
     } else if (event instanceof AttemptDone e) {
-      attemptDone(e, out, now, reportAttempts);
+      attemptDone(e, out, now, tellListeners);
     } else if (event instanceof BudgetAnswered e) {
       if (e.forHedge()) {
         hedgeAnswered(e, out, now);
@@ -297,7 +300,7 @@ final class CallState<T> {
       }
     }
     if (plan.stop() == RetryOutcome.SUCCESS && attempt.hedge) {
-      out.add(new Notify(Notify.Kind.HEDGE_WON, attempt.number, 0, null));
+      tell(out, Notify.Kind.HEDGE_WON, attempt.number, 0, null);
     }
     if (!plan.retry()) {
       end(out, plan.stop(), e.value(), e.failure());
@@ -322,7 +325,7 @@ final class CallState<T> {
     switch (planner.afterBudget(e.decision(), now - start, plannedDelay)) {
       case DENIED: {
         BudgetDecision d = e.decision() != null ? e.decision() : BudgetDecision.DENIED_FALLBACK;
-        out.add(new Notify(Notify.Kind.BUDGET_DENIED, 0, 0, d));
+        tell(out, Notify.Kind.BUDGET_DENIED, 0, 0, d);
         end(out, RetryOutcome.BUDGET_EXHAUSTED, null, new RetryBudgetExhaustedException(budgetName, d, lastFailure, lastValue));
         return;
       }
@@ -341,8 +344,7 @@ final class CallState<T> {
     hedgeAskRound = 0;
     if (e.decision() == null || !e.decision().granted()) {
       // no hedge: the attempts already running keep going
-      BudgetDecision d = e.decision() != null ? e.decision() : BudgetDecision.DENIED_FALLBACK;
-      out.add(new Notify(Notify.Kind.HEDGE_DENIED, 0, 0, d));
+      tell(out, Notify.Kind.HEDGE_DENIED, 0, 0, e.decision() != null ? e.decision() : BudgetDecision.DENIED_FALLBACK);
     } else if (launch(out, true, now)) {
       armHedge(out, now);
     }
@@ -352,7 +354,7 @@ final class CallState<T> {
     phase = Phase.BACKING_OFF;
     previousDelay = plannedDelay;
     backoff = new Timer();
-    out.add(new Notify(Notify.Kind.RETRY_SCHEDULED, attempts + 1, plannedDelay, lastFailure));
+    tell(out, Notify.Kind.RETRY_SCHEDULED, attempts + 1, plannedDelay, lastFailure);
     out.add(new Schedule(backoff, now + plannedDelay, new BackoffOver(backoff)));
   }
 
@@ -419,6 +421,13 @@ final class CallState<T> {
       }
     }
     running.clear();
+  }
+
+  /** Tells the listeners, when the call has any: without them, no action is made. */
+  private void tell(List<Action> out, Notify.Kind kind, int number, long delayNanos, Object detail) {
+    if (tellListeners) {
+      out.add(new Notify(kind, number, delayNanos, detail));
+    }
   }
 
   private static void cancel(List<Action> out, Timer timer) {
