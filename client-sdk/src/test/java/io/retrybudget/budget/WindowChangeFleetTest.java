@@ -45,9 +45,14 @@ class WindowChangeFleetTest {
     redis.server().restart();
     BudgetConfig config = BudgetConfig.builder("raised").ratio(0.1).minRetriesPerSecond(FLOOR).windowSeconds(10)
         .maxCallsPerSecond(CEILING).build();
+    // the subject is the fleet count, not Redis's speed: the longest timeouts the client takes. A flush
+    // is waited at most its timeout (the call timeout, 1 s, before), and one that missed it at loads of
+    // 20 to 40 left its budget with no fleet size learned ("before: [20, ..., 20, 0]"). At a load of 16 a
+    // script call to a local Redis answers well inside 5 s; with Redis killed, calls fail at once
+    // (the connection rejects commands while down), so the degraded part waits no timeout
     for (int i = 0; i < FLEET; i++) {
-      RedisBudgetClient p = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1))
-          .millisClock(now::get).random(random::nextDouble).build();
+      RedisBudgetClient p = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+          .callTimeout(Duration.ofSeconds(5)).millisClock(now::get).random(random::nextDouble).build();
       processes.add(p);
       // (20 clients connecting, each its own Lettuce client, took over 10 s at a load of 36)
       Eventually.await("connected", Duration.ofSeconds(30), () -> !p.isDegraded());

@@ -11,6 +11,7 @@ import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.retry.HedgePolicy;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.testing.CountingBudget;
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.io.IOException;
 import java.time.Duration;
@@ -54,7 +55,12 @@ class OkHttpHedgingTest {
 
   @BeforeAll
   static void connect() {
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1)).build();
+    // the subject is hedging, not Redis's speed: the longest timeouts the client takes, and connected
+    // before the first test (build() gives up waiting after 2 s, which a loaded machine misses; until
+    // the client connects, the fallback answers). At a load of 16 it connects within seconds
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).build();
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !budgets.isDegraded());
   }
 
   @AfterAll

@@ -16,6 +16,7 @@ import io.retrybudget.retry.Jitter;
 import io.retrybudget.retry.RetryListener;
 import io.retrybudget.retry.RetryOutcome;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -68,8 +69,14 @@ class RetryBudgetInterceptorTest {
 
   @BeforeAll
   static void connect() {
-    // a generous call timeout: the test machine is shared, and a timed-out permit call is a refusal
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1)).build();
+    // the subject is the interceptor, not Redis's speed: the longest timeouts the client takes, and
+    // connected before the first test. At a load of 25, build() gave up on the first connection after
+    // its 2 s and 13 of 18 tests met the fallback ("refused a retry (fallback)"); a timed-out permit
+    // call is a refusal too. At a load of 16 the client connects within seconds, and a permit call to
+    // a local Redis answers well inside 5 s
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).build();
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !budgets.isDegraded());
   }
 
   @AfterAll
@@ -384,7 +391,10 @@ class RetryBudgetInterceptorTest {
   void deadlineCutsTheAttemptInFlight() throws Exception {
     server.enqueue(status(503));
     server.enqueue(new MockResponse.Builder().code(200).headersDelay(30, TimeUnit.SECONDS).build());
-    OkHttpClient http = client(FAST.toBuilder().deadline(Duration.ofMillis(300)).build(), 1.0, 100);
+    // the deadline must outlast the first attempt, its backoff and the permit call, and cut the second
+    // attempt (it hangs 30 s): 2 s leaves a loaded machine (16) time for the first part, where 300 ms
+    // left a scheduling pause enough to end the call before the second attempt was sent
+    OkHttpClient http = client(FAST.toBuilder().deadline(Duration.ofSeconds(2)).build(), 1.0, 100);
     Call call = http.newCall(get());
     InterruptedIOException e = assertTimeoutPreemptively(Duration.ofSeconds(10),
         () -> assertThrows(InterruptedIOException.class, call::execute));
@@ -396,7 +406,9 @@ class RetryBudgetInterceptorTest {
   void attemptTimeoutBoundsEachAttemptAndIsRetried() throws Exception {
     server.enqueue(new MockResponse.Builder().code(200).headersDelay(30, TimeUnit.SECONDS).build());
     server.enqueue(status(200));
-    OkHttpClient http = client(FAST.toBuilder().attemptTimeout(Duration.ofMillis(200)).build(), 1.0, 100);
+    // the first attempt hangs 30 s, the second answers at once: 2 s bounds the first and leaves the
+    // second, a local reply, time to arrive at a load of 16 (at 200 ms a pause could time it out too)
+    OkHttpClient http = client(FAST.toBuilder().attemptTimeout(Duration.ofSeconds(2)).build(), 1.0, 100);
     try (Response r = assertTimeoutPreemptively(Duration.ofSeconds(10), () -> http.newCall(get()).execute())) {
       assertEquals(200, r.code());
     }

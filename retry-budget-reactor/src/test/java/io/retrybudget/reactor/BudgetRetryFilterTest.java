@@ -13,6 +13,7 @@ import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.testing.CountingBudget;
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import java.net.ServerSocket;
 import java.time.Duration;
@@ -44,7 +45,13 @@ class BudgetRetryFilterTest {
 
   @BeforeAll
   static void connect() {
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1)).build();
+    // the subject is the filter, not Redis's speed: the longest timeouts the client takes (a timed-out
+    // permit call is a refusal), and connected before the first test (build() gives up waiting after
+    // 2 s, which a loaded machine misses; until the client connects, the fallback answers). At a load
+    // of 16 it connects within seconds and a permit call to a local Redis answers well inside 5 s
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).build();
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !budgets.isDegraded());
   }
 
   @AfterAll

@@ -10,6 +10,7 @@ import io.retrybudget.retry.AttemptTimeoutException;
 import io.retrybudget.retry.HedgePolicy;
 import io.retrybudget.retry.RetryPolicy;
 import io.retrybudget.testing.CountingBudget;
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
@@ -65,7 +66,14 @@ class VertxCancellationTest {
 
   @BeforeAll
   static void start() throws Exception {
-    budgets = RedisBudgetClient.builder(redis.connectionOptions().build()).callTimeout(Duration.ofSeconds(1)).build();
+    // the subject is cancellation, not Redis's speed: the longest timeouts the client takes (at 1 s a
+    // permit call on a loaded machine timed out, a refusal), and connected before the first test
+    // (build() gives up waiting after 2 s, which a loaded machine misses; until the client connects,
+    // the fallback answers). At a load of 16 it connects within seconds and a permit call to a local
+    // Redis answers well inside 5 s
+    budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
+        .callTimeout(Duration.ofSeconds(5)).build();
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !budgets.isDegraded());
     real = Vertx.vertx();
     server = real.createHttpServer().requestHandler(req -> {
       if (req.path().equals("/hang")) {
@@ -138,8 +146,9 @@ class VertxCancellationTest {
     throw new AssertionError("the call did not fail");
   }
 
+  /** Waits for what a real server or timer makes true: the bound only stops a hang, so it is generous. */
   private static void eventually(String what, BooleanSupplier condition) throws InterruptedException {
-    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (!condition.getAsBoolean() && System.nanoTime() < end) {
       TimeUnit.MILLISECONDS.sleep(5);
     }

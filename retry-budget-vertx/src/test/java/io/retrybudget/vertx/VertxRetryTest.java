@@ -20,6 +20,7 @@ import io.retrybudget.retry.RetryBudgetExhaustedException;
 import io.retrybudget.retry.RetryListener;
 import io.retrybudget.retry.RetryOutcome;
 import io.retrybudget.retry.RetryPolicy;
+import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
@@ -100,6 +101,9 @@ class VertxRetryTest {
     // and the retry was refused by the fallback ("refused a retry (fallback)")
     budgets = RedisBudgetClient.builder(redis.connectionOptions().commandTimeout(Duration.ofSeconds(5)).build())
         .callTimeout(Duration.ofSeconds(5)).build();
+    // build() gives up waiting for the connection after 2 s, which a loaded machine misses; until the
+    // client connects, the fallback answers. At a load of 16 it connects within seconds
+    Eventually.await("connected", Duration.ofSeconds(30), () -> !budgets.isDegraded());
     busyTime = new LoopBusyTime();
     vertx = Vertx.vertx(new VertxOptions().setBlockedThreadCheckInterval(10).setBlockedThreadCheckIntervalUnit(TimeUnit.MILLISECONDS)
         .setMaxEventLoopExecuteTime(BLOCKED_MS).setMaxEventLoopExecuteTimeUnit(TimeUnit.MILLISECONDS));
