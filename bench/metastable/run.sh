@@ -5,6 +5,6 @@
 # e.g. --clients 50,300,1000 --arms finagle,grpc,aws --scenarios capacity --name metastable-clients
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-mvn -B -q -o -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/metastable-cp.txt"
+./mvnw -B -q -o -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/metastable-cp.txt"
 exec java -Xmx512m -Djava.awt.headless=true -cp "bench/target/classes:$(cat bench/target/metastable-cp.txt)" \
   io.retrybudget.bench.metastable.MetastableExperiment "$@"

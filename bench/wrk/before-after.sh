@@ -7,7 +7,7 @@
 # probed on its API port, as before.
 #   BEFORE=/path/to/other/checkout  (its coordinator/target/coordinator.jar is used)
 #   ROUNDS (default 2), CONNS (default "8 32"), DURATION (10s), WARMUP (10s); OUT folder; HOSTILE=0 skips the attacks
-# Run from the repository root after: mvn -q -B -pl coordinator -am package -DskipTests && mvn -q -B -pl coordinator test-compile
+# Run from the repository root after: ./mvnw -q -B -pl coordinator -am package -DskipTests && ./mvnw -q -B -pl coordinator test-compile
 set -euo pipefail
 BEFORE=${BEFORE:?set BEFORE to a checkout whose coordinator/target/coordinator.jar is the baseline}
 ROUNDS=${ROUNDS:-2}; OUT=${OUT:-bench/wrk/results}

@@ -5,7 +5,7 @@
 # probes on the management port during the flood; bytes the coordinator logged.
 #   BEFORE=/path/to/other/checkout  (its coordinator/target/coordinator.jar is the baseline)
 #   BUDGETS (default 1000), FLOOD_CONNS (8), OUT (bench/results/listing-flood)
-# Run from the repository root after: mvn -q -B -o -pl coordinator -am package -DskipTests
+# Run from the repository root after: ./mvnw -q -B -o -pl coordinator -am package -DskipTests
 set -euo pipefail
 BEFORE=${BEFORE:?set BEFORE to a checkout whose coordinator/target/coordinator.jar is the baseline}
 BUDGETS=${BUDGETS:-1000}; FLOOD_CONNS=${FLOOD_CONNS:-8}; OUT=${OUT:-bench/results/listing-flood}

@@ -2,7 +2,7 @@
 # Coordinator HTTP benchmark: wrk against GET /v1/budgets/{name} and POST /v1/budgets/{name}/retries
 # at several connection counts, side by side with redis-benchmark on EVALSHA of the same scripts
 # (status.lua for GET, budget.lua for POST) on the same Redis, then a summary table.
-# Run from the repository root after: mvn -q -B -pl coordinator -am package -DskipTests
+# Run from the repository root after: ./mvnw -q -B -pl coordinator -am package -DskipTests
 # Pinning on a 2-core machine (override with the variables below):
 #   redis-server  core 1      coordinator (java)  core 0
 #   wrk           core 1 (shares Redis's core; the coordinator keeps core 0 to itself)
