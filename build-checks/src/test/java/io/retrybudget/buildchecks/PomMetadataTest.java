@@ -31,7 +31,7 @@ class PomMetadataTest {
   @Test
   void theLibrariesThemselvesArePublished() {
     List<String> published = PomMetadata.read(repo()).publishedJars().stream().map(PomMetadata.Pom::artifactId).toList();
-    assertTrue(published.containsAll(List.of("client-sdk", "server-kit", "retry-budget-server-kit-vertx",
+    assertTrue(published.containsAll(List.of("retry-budget-client-sdk", "retry-budget-server-kit", "retry-budget-server-kit-vertx",
         "retry-budget-server-kit-servlet", "retry-budget-local-redis")), published.toString());
     for (String application : List.of("coordinator", "bench", "deploy", "retry-budget-cli", "retry-budget-build-checks",
         "retry-budget-server-kit-examples")) {

@@ -50,7 +50,7 @@ class BootSampleMatrixTest {
     deleteTree(sample);
     copyTree(module.resolve("src/it/boot-sample"), sample);
     layOut(repo, "retry-budget-parent", version, root.resolve("pom.xml"), null);
-    layOut(repo, "client-sdk", version, root.resolve("client-sdk/pom.xml"), classesOf(RedisBudgetClient.class));
+    layOut(repo, "retry-budget-client-sdk", version, root.resolve("client-sdk/pom.xml"), classesOf(RedisBudgetClient.class));
     layOut(repo, "retry-budget-spring-boot", version, module.resolve("pom.xml"), classesOf(RetryBudgetAutoConfiguration.class));
 
     try (RedisServerProcess standalone = RedisServerProcess.start();

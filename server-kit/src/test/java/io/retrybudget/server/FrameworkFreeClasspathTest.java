@@ -47,7 +47,7 @@ class FrameworkFreeClasspathTest {
     String repo = "/home/u/.m2/repository/";
     String classpath = String.join(File.pathSeparator,
         repo + "io/vertx/vertx-core/5.0.7/vertx-core-5.0.7.jar",
-        repo + "io/retrybudget/client-sdk/0.2.0/client-sdk-0.2.0.jar",
+        repo + "io/retrybudget/retry-budget-client-sdk/0.2.0/retry-budget-client-sdk-0.2.0.jar",
         repo + "jakarta/servlet/jakarta.servlet-api/6.1.0/jakarta.servlet-api-6.1.0.jar",
         "/work/server-kit/target/classes",
         "/lib/vertx-web-5.0.7.jar",
