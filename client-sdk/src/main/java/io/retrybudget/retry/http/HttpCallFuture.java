@@ -37,7 +37,10 @@ final class HttpCallFuture<T> extends CompletableFuture<HttpResponse<T>> {
     return this;
   }
 
-  /** The caller ended the call with {@code answer}: the other bodies are closed, then this completes, then the call stops. */
+  /**
+   * The caller ended the call with {@code answer}: the other bodies are closed, then this future
+   * completes, then the call stops.
+   */
   private boolean byCaller(HttpResponse<T> answer, Supplier<Boolean> completeThis) {
     if (!responses.end(answer)) {
       return false; // the call's own answer (or the caller's) came first
