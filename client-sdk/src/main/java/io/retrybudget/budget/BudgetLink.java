@@ -68,13 +68,13 @@ final class BudgetLink {
     });
   }
 
-  /** What Redis last said about the budget (the seed configuration and no fleet until it answered). */
   /** The paced balance's whole permits in Redis's last applied reply; empty before one. */
   java.util.OptionalLong remainingPermits() {
     long r = remaining;
     return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
   }
 
+  /** What Redis last said about the budget, ceiling included (the seed and no fleet until it answered). */
   Learned learned() {
     return learned;
   }

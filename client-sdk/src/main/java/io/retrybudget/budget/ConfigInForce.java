@@ -23,7 +23,11 @@ final class ConfigInForce {
     return Optional.ofNullable(inForce);
   }
 
-  /** Keeps what Redis said; says once when it is not the configuration this client was built with. */
+  /**
+   * Keeps what Redis said, every field the scripts store (the call ceiling too: a ceiling left out read
+   * as the builder's default, 2,000, and a client built with Redis's own ceiling of 10 logged a
+   * difference that was not there); says once when it is not the configuration this client was built with.
+   */
   void learn(Learned told) {
     if (told.sameConfig(inForce)) {
       return; // the usual case: nothing allocated
@@ -31,7 +35,8 @@ final class ConfigInForce {
     BudgetConfig config;
     try {
       config = BudgetConfig.builder(seed.name()).ratioPpm(told.ratioPpm()).windowSeconds(told.windowSeconds())
-          .minRetriesPerSecond(told.minRetriesPerSecond()).mode(told.mode()).build();
+          .minRetriesPerSecond(told.minRetriesPerSecond()).mode(told.mode()).maxCallsPerSecond(told.maxCallsPerSecond())
+          .build();
     } catch (IllegalArgumentException e) {
       return; // the scripts validate what they store; a value outside the builder's range is not exposed
     }

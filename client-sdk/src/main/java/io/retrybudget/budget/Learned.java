@@ -23,9 +23,10 @@ record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, Budget
         Math.max(1, reply.activeClients()), Math.max(1, reply.maxCallsPerSecond()), Math.max(0, reply.refillPpm()));
   }
 
-  /** Whether {@code c} is this configuration (ratio, window, floor and mode). */
+  /** Whether {@code c} is this configuration (ratio, window, floor, mode and call ceiling). */
   boolean sameConfig(BudgetConfig c) {
     return c != null && c.ratioPpm() == ratioPpm && c.windowSeconds() == windowSeconds
-        && c.minRetriesPerSecond() == minRetriesPerSecond && c.mode() == mode;
+        && c.minRetriesPerSecond() == minRetriesPerSecond && c.mode() == mode
+        && c.maxCallsPerSecond() == maxCallsPerSecond;
   }
 }

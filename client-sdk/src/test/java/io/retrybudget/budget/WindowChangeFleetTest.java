@@ -1,7 +1,9 @@
 package io.retrybudget.budget;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ConfigChange;
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
@@ -109,12 +111,28 @@ class WindowChangeFleetTest {
     return fleet.stream().mapToLong(b -> b.learned().activeClients()).toArray();
   }
 
+  /**
+   * The ceiling is the builders' 10 in Redis (the first client seeded it), in every budget's last reply
+   * (what paces its flushes: at the default 2,000 these 20 clients would flush every 500 ms, 40 calls a
+   * second) and in the configuration each reports in force.
+   */
+  private void assertCeilingEverywhere(int windowSeconds) {
+    assertEquals(Integer.toString(CEILING), redis.server().call("HGET", new BudgetKeys("raised").config(), "max_calls_per_s"));
+    for (RedisRetryBudget b : fleet) {
+      assertEquals(CEILING, b.learned().maxCallsPerSecond(), "the ceiling of the last reply");
+      BudgetConfig inForce = b.configInForce().orElseThrow();
+      assertEquals(CEILING, inForce.maxCallsPerSecond(), "the ceiling in force: " + inForce);
+      assertEquals(windowSeconds, inForce.windowSeconds(), "the window in force: " + inForce);
+    }
+  }
+
   @Test
   void raisingTheWindowKeepsTheFleetCountedTheCallsUnderTheCeilingAndTheFallbackShareRight() throws Exception {
     for (int s = 0; s < 10; s++) {
       healthySecond();
     }
     assertTrue(Arrays.stream(fleetSizes()).allMatch(n -> n == FLEET), "before: " + Arrays.toString(fleetSizes()));
+    assertCeilingEverywhere(10);
     try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
       new BudgetScripts(store).configure("raised", new ConfigChange(null, 60, null, null), BudgetConfig.builder("raised").build())
           .get(5, TimeUnit.SECONDS);
@@ -126,6 +144,8 @@ class WindowChangeFleetTest {
       assertTrue(Arrays.stream(sizes).allMatch(n -> n >= FLEET * 9 / 10 && n <= FLEET * 11 / 10),
           "second " + s + " after the window was raised, fleet sizes learned: " + Arrays.toString(sizes));
     }
+    // the window change kept the ceiling (configure.lua keeps a field it is not given)
+    assertCeilingEverywhere(60);
     double mean = Arrays.stream(calls).sum() / (double) calls.length;
     System.out.println("window raised 10 -> 60 s, script calls per second: " + Arrays.toString(calls) + ", mean " + mean);
     // the clients aim at 0.9 C a second; a mean over 20 s under C leaves room for their random phases

@@ -182,7 +182,6 @@ class ConnectionLimitsTest {
   @Test
   void atTheCapTheLongestWaitingGivesWayAndYoungBusyOnesAreNotCut() throws Exception {
     List<RawHttp> waiting = new ArrayList<>();
-    List<RawHttp> busy = new ArrayList<>();
     try {
       for (int i = 0; i < CAP; i++) {
         waiting.add(new RawHttp(capped.port()));
@@ -204,44 +203,17 @@ class ConnectionLimitsTest {
       waiting.clear();
       awaitOpen(capped, 0);
 
-      // every connection carries a request (an authenticated body in progress): nothing to evict
-      double refusedBefore = closedFor(capped, "refused");
-      awaitOpen(capped, 0); // the metrics connection gone too, else the 20th PUT would evict a 19th not yet under way
-      for (int i = 0; i < CAP; i++) {
-        RawHttp b = new RawHttp(capped.port());
-        busy.add(b);
-        b.send("PUT /v1/budgets/busy HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
-            + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+      // every connection carries a young request: the newcomer is refused (a round redone when the
+      // machine was too slow for "young", see youngRequestsRefuseANewcomer)
+      boolean judged = false;
+      List<String> rounds = new ArrayList<>();
+      for (int round = 0; round < 3 && !judged; round++) {
+        judged = youngRequestsRefuseANewcomer(rounds);
       }
-      awaitOpen(capped, CAP);
-      io.retrybudget.testing.Eventually.await("every request under way", java.time.Duration.ofSeconds(5),
-          () -> capped.waitingConnections() == 0);
-      try (RawHttp hold = new RawHttp(capped.port())) { // the reserve's one slot, held silently
-        awaitOpen(capped, CAP + RESERVE);
-        try (RawHttp late = new RawHttp(capped.port())) {
-          // at once: well before the header deadline (10 s here) that would otherwise close it first,
-          // with the slack of LATE_MS for the hand-offs between accept, close and this thread
-          long start = System.nanoTime();
-          late.timeout(LATE_MS + 1_000);
-          assertTrue(late.closedByServer(), "refused: cap and reserve full");
-          assertTrue((System.nanoTime() - start) / 1_000_000 < LATE_MS, "at once");
-        }
-        // its 1 s, late by LATE_MS at most, is still before the 10 s header deadline
-        hold.timeout(1_000 + LATE_MS);
-        assertTrue(hold.closedByServer(), "a silent reserve connection is cut after 1 s");
-      }
-      for (RawHttp b : busy) {
-        b.timeout(100);
-        assertFalse(b.closedByServer(), "requests under way for less than a second are not cut for a newcomer");
-      }
-      busy.remove(0).close();
-      awaitOpen(capped, CAP - 1);
-      assertEquals(refusedBefore + 1, closedFor(capped, "refused"));
+      System.out.println("young requests at the cap, rounds: " + rounds);
+      assertTrue(judged, "every round took over a second from the first request to the newcomer: " + rounds);
     } finally {
       for (RawHttp c : waiting) {
-        c.close();
-      }
-      for (RawHttp c : busy) {
         c.close();
       }
     }
@@ -249,6 +221,89 @@ class ConnectionLimitsTest {
     try (RawHttp after = new RawHttp(capped.port())) {
       assertEquals(200, after.send("GET /health/live HTTP/1.1\r\nHost: t\r\n\r\n").read().status());
     }
+  }
+
+  /**
+   * One round of the cap filled with young requests: {@code CAP} connections opened and accepted
+   * first, then an authenticated PUT body started on each (busy: nothing to evict), the reserve's one
+   * slot taken by a silent connection, and one more connection, which must be refused at once; the
+   * silent one is cut after its 1 s, and the busy ones are not cut.
+   *
+   * <p>The guard's "young" is real time: a request under way for over a second gives way to a
+   * newcomer (ConnectionCap.BUSY_EVICTABLE_MILLIS), and then the newcomer evicts it instead of being
+   * refused. The test cannot bound a chain of thread hand-offs by a second at a load of 16, so it
+   * measures the chain instead: {@code chain} runs from before the first request is sent (every
+   * request came under way after it) to when the newcomer's end was seen (after the guard decided on
+   * it). A round whose chain is under a second is judged in full: no connection may have been
+   * evicted. A round with an eviction and a longer chain did what the rule allows on a slow machine and
+   * is set up again; the chain from the first request to the newcomer is about six hand-offs (the
+   * request heads read on the event loops, two polls of the test, two accepts): measured 58 and 326 ms
+   * at loads of 29 to 40 on the shared 2-core machine, so three rounds all over a second do not happen
+   * at a load of 16.
+   *
+   * @return whether the round was judged
+   */
+  private static boolean youngRequestsRefuseANewcomer(List<String> rounds) throws Exception {
+    awaitOpen(capped, 0);
+    double evictedBefore = closedFor(capped, "evicted");
+    double refusedBefore = closedFor(capped, "refused");
+    awaitOpen(capped, 0); // the metrics connections gone too, else the 20th PUT would evict a 19th not yet under way
+    List<RawHttp> busy = new ArrayList<>();
+    boolean lateClosed;
+    long lateMs;
+    long chainMs;
+    boolean holdCut;
+    List<Boolean> busyCut = new ArrayList<>();
+    try {
+      for (int i = 0; i < CAP; i++) {
+        busy.add(new RawHttp(capped.port()));
+      }
+      awaitOpen(capped, CAP); // accepted (waiting for a request) before the chain starts
+      long start = System.nanoTime();
+      for (RawHttp b : busy) {
+        b.send("PUT /v1/budgets/busy HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + TOKEN
+            + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+      }
+      io.retrybudget.testing.Eventually.await("every request under way", java.time.Duration.ofSeconds(5),
+          () -> capped.waitingConnections() == 0);
+      try (RawHttp hold = new RawHttp(capped.port())) { // the reserve's one slot, held silently
+        awaitOpen(capped, CAP + RESERVE);
+        try (RawHttp late = new RawHttp(capped.port())) {
+          // at once: well before the header deadline (10 s here) that would otherwise close it first,
+          // with the slack of LATE_MS for the hand-offs between accept, close and this thread
+          long lateStart = System.nanoTime();
+          late.timeout(LATE_MS + 1_000);
+          lateClosed = late.closedByServer();
+          lateMs = (System.nanoTime() - lateStart) / 1_000_000;
+          chainMs = (System.nanoTime() - start) / 1_000_000;
+        }
+        // its 1 s, late by LATE_MS at most, is still before the 10 s header deadline
+        hold.timeout(1_000 + LATE_MS);
+        holdCut = hold.closedByServer();
+      }
+      for (RawHttp b : busy) {
+        b.timeout(100);
+        busyCut.add(b.closedByServer());
+      }
+    } finally {
+      for (RawHttp b : busy) {
+        b.close();
+      }
+    }
+    awaitOpen(capped, 0);
+    double evicted = closedFor(capped, "evicted") - evictedBefore;
+    double refused = closedFor(capped, "refused") - refusedBefore;
+    rounds.add("chain " + chainMs + " ms, evicted " + evicted + ", refused " + refused);
+    if (evicted != 0 && chainMs >= 1_000) {
+      return false; // a request grew older than a second before the newcomer came: it gave way, as it may
+    }
+    assertEquals(0, evicted, "no request under way for less than a second is evicted: " + rounds);
+    assertTrue(lateClosed, "refused: cap and reserve full");
+    assertTrue(lateMs < LATE_MS, "at once: " + lateMs + " ms");
+    assertEquals(1, refused, "counted as refused: " + rounds);
+    assertTrue(holdCut, "a silent reserve connection is cut after 1 s");
+    assertFalse(busyCut.contains(true), "requests under way are not cut for a newcomer: " + busyCut);
+    return true;
   }
 
   /**

@@ -29,7 +29,8 @@ import java.util.concurrent.atomic.LongAdder;
  * and neither won, the call gets the best of them (an answer that is no refusal over a 409, 429 or
  * 503, over a lost tie or a failure; the first copy's on equal terms). The second copy draws on
  * the budget like a hedge: when the budget refuses, it is not sent. Copies carry
- * {@code X-Retry-Attempt} 1 and 2, so an overloaded replica sheds the copy first.
+ * {@code X-Retry-Attempt} 1 and 2, so an overloaded replica sheds the copy first. The copy that is
+ * not the call's answer has its body closed when closeable ({@code ofInputStream}, {@code ofLines}).
  */
 public final class TiedSender {
   private final HttpClient http;
@@ -111,45 +112,76 @@ public final class TiedSender {
     private HttpResponse<T> best;
     private int bestRank = Integer.MAX_VALUE;
     private Throwable failure;
+    private final List<HttpResponse<T>> received = new java.util.ArrayList<>(2);
+    private boolean ended;
 
     Call(CompletableFuture<HttpResponse<T>> result) {
       this.result = result;
     }
 
-    /** Copy {@code n} answered (or will never be sent: {@code r} and {@code e} null). */
+    /**
+     * Copy {@code n} answered (or will never be sent: {@code r} and {@code e} null). The body of a
+     * copy that is not the call's answer is closed when closeable ({@code ofInputStream},
+     * {@code ofLines}), freeing its connection: before the call completes for a copy that came
+     * first, as it arrives for one that comes after.
+     */
     void arrived(int n, HttpResponse<T> r, Throwable e) {
       HttpResponse<T> decide = null;
       Throwable fail = null;
+      List<HttpResponse<T>> discarded = List.of();
       synchronized (this) {
         outstanding--;
-        if (r != null && won(r)) {
-          decide = r;
+        if (ended) {
+          discarded = r == null ? List.of() : List.of(r); // the call was decided without it
         } else {
-          int rank = rank(r);
-          if (r != null && rank < bestRank) { // on equal terms the first copy (it arrives or is ranked first)
-            best = r;
-            bestRank = rank;
+          if (r != null) {
+            received.add(r);
           }
-          if (e != null && !(e instanceof java.util.concurrent.CancellationException) && failure == null) {
-            failure = e;
-          }
-          if (outstanding == 0) {
-            if (best != null && bestRank < 3) {
-              decide = best;
-            } else {
-              // the winner failed, or its answer was lost on the way (a copy that lost the tie
-              // never says how the work went): a failure the caller may retry
-              fail = failure != null ? failure : new java.io.IOException("tied request: no copy brought the winner's answer");
+          if (r != null && won(r)) {
+            decide = r;
+          } else {
+            int rank = rank(r);
+            if (r != null && rank < bestRank) { // on equal terms the first copy (it arrives or is ranked first)
+              best = r;
+              bestRank = rank;
             }
+            if (e != null && !(e instanceof java.util.concurrent.CancellationException) && failure == null) {
+              failure = e;
+            }
+            if (outstanding == 0) {
+              if (best != null && bestRank < 3) {
+                decide = best;
+              } else {
+                // the winner failed, or its answer was lost on the way (a copy that lost the tie
+                // never says how the work went): a failure the caller may retry
+                fail = failure != null ? failure : new java.io.IOException("tied request: no copy brought the winner's answer");
+              }
+            }
+          }
+          if (decide != null || fail != null) {
+            ended = true;
+            HttpResponse<T> answer = decide;
+            discarded = received.stream().filter(x -> x != answer).toList();
           }
         }
       }
+      discarded.forEach(Call::closeBody);
       if (decide != null) {
         result.complete(decide);
       } else if (fail != null) {
         result.completeExceptionally(fail);
       }
       // else: this copy may not decide and the other is still out: wait for it
+    }
+
+    private static void closeBody(HttpResponse<?> response) {
+      if (response.body() instanceof AutoCloseable body) {
+        try {
+          body.close();
+        } catch (Exception ignored) {
+          // nothing more to give back
+        }
+      }
     }
 
     private static boolean won(HttpResponse<?> r) {

@@ -26,10 +26,13 @@ import java.util.function.Consumer;
  * the last response is returned as the server gave it.
  *
  * <p>The body of a response that is not the call's answer (retried, or a hedge that lost) is closed
- * when it is closeable ({@code ofInputStream}, {@code ofLines}), so its connection goes back to the
- * pool; other handlers read it whole. A {@code ofPublisher} body of such a response is left to
- * its handler. That includes the response a {@code RetryBudgetExhaustedException} carries in
- * {@code lastResult()}: its status and headers are there, its body is closed.
+ * when it is closeable ({@code ofInputStream}, {@code ofLines}), so its connection is freed; other
+ * handlers read it whole. A {@code ofPublisher} body of such a response is left to its handler. That
+ * includes the response a {@code RetryBudgetExhaustedException} carries in {@code lastResult()}: its
+ * status and headers are there, its body is closed. They are closed before {@code send()} returns or
+ * throws and before {@code sendAsync}'s future completes, however the call ends (answer, retries run
+ * out, budget refusal, deadline, cancellation); a hedge's response that arrives after that (its
+ * exchange answered as it was cancelled) is closed as it arrives.
  */
 public final class RetryingHttpClient implements AutoCloseable {
   private final HttpClient http;
@@ -89,64 +92,11 @@ public final class RetryingHttpClient implements AutoCloseable {
     boolean sendKey = HttpClientRules.sendsIdempotencyKey(request.method(), ownKey, keysForNonIdempotent, executor.policy());
     // a random first replica per call spreads load; each later attempt or hedge takes the next one
     int offset = replicas.isEmpty() ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextInt(replicas.size());
-    DiscardedResponses<T> discarded = new DiscardedResponses<>();
-    CompletableFuture<HttpResponse<T>> call = executor.callAsync(ownKey, deadline, (AttemptContext context) -> {
-      CompletableFuture<HttpResponse<T>> sent = http.sendAsync(attempt(request, context, sendKey, offset), handler);
-      sent.whenComplete((response, error) -> discarded.arrived(response));
-      return sent; // itself, not a dependent: cancelling it (a losing hedge) aborts the exchange
-    });
-    call.whenComplete((answer, error) -> discarded.callEnded(answer)); // beside it, so call stays cancellable
-    return call;
-  }
-
-  /**
-   * The responses of a call that are not its answer (retried ones, hedges that lost): their bodies
-   * are closed when they are closeable (ofInputStream, ofLines), which gives their connections back.
-   */
-  private static final class DiscardedResponses<T> {
-    private final java.util.List<HttpResponse<T>> pending = new java.util.ArrayList<>();
-    private boolean ended;
-    private HttpResponse<T> winner;
-
-    void arrived(HttpResponse<T> response) {
-      if (response == null) {
-        return;
-      }
-      synchronized (this) {
-        if (!ended) {
-          pending.add(response);
-          return;
-        }
-      }
-      if (response != winner) {
-        closeBody(response); // arrived after the call was answered: a loser
-      }
-    }
-
-    void callEnded(HttpResponse<T> answer) {
-      java.util.List<HttpResponse<T>> all;
-      synchronized (this) {
-        ended = true;
-        winner = answer;
-        all = new java.util.ArrayList<>(pending);
-        pending.clear();
-      }
-      for (HttpResponse<T> r : all) {
-        if (r != answer) {
-          closeBody(r);
-        }
-      }
-    }
-
-    private static void closeBody(HttpResponse<?> response) {
-      if (response.body() instanceof AutoCloseable body) {
-        try {
-          body.close();
-        } catch (Exception ignored) {
-          // nothing more to give back
-        }
-      }
-    }
+    DiscardedResponses<T> responses = new DiscardedResponses<>();
+    CompletableFuture<HttpResponse<T>> call = executor.callAsync(ownKey, deadline, (AttemptContext context) ->
+        // registered before the executor sees it; cancelling it (a losing hedge) aborts the exchange
+        new DiscardedResponses.Attempt<>(http.sendAsync(attempt(request, context, sendKey, offset), handler), responses));
+    return new HttpCallFuture<>(responses).follow(call);
   }
 
   /**
