@@ -97,6 +97,11 @@ public final class Coordinator implements AutoCloseable {
 
   /** Starts everything; blocks until the HTTP server listens. Throws when any part cannot start. */
   public static Coordinator start(CoordinatorConfig config) throws Exception {
+    return start(config, CoordinatorVerticle.GAUGE_REFRESH_MS);
+  }
+
+  /** As {@link #start(CoordinatorConfig)}, the per-budget gauges read from Redis every {@code gaugeRefreshMillis}. */
+  static Coordinator start(CoordinatorConfig config, long gaugeRefreshMillis) throws Exception {
     LettuceLogThrottle.install(); // Lettuce's per-command WARNINGs, at most one per kind every 10 s
     PipelineSelfTest.run(); // the Vert.x internals the connection guard relies on, once per process
     Map<String, ConfigUpdate> fileBudgets = config.budgetsFile() == null ? Map.of() : BudgetsFile.read(config.budgetsFile());
@@ -153,7 +158,7 @@ public final class Coordinator implements AutoCloseable {
       String endpoint = local != null ? "127.0.0.1:" + local.port() : config.redisEndpoint();
       ManagementVerticle.Heartbeat heartbeat = new ManagementVerticle.Heartbeat(System::nanoTime);
       CoordinatorVerticle verticle = new CoordinatorVerticle(config, budgets, registry, fileBudgets, serverOptions,
-          httpTags, endpoint, openApiDocument(), heartbeat);
+          httpTags, endpoint, openApiDocument(), heartbeat, gaugeRefreshMillis);
       String id = deploy(vertx, verticle, config.port(), "COORDINATOR_PORT");
       // only now has Vert.x made the server's metrics: a connection taken before would lack its part
       guard.startAccepting();

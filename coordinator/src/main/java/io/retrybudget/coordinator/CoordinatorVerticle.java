@@ -21,6 +21,7 @@ import java.util.logging.Logger;
 /** The HTTP server, the gauge refresh and the budgets-file watch, on one event loop. */
 final class CoordinatorVerticle extends VerticleBase {
   private static final Logger LOG = Logger.getLogger(CoordinatorVerticle.class.getName());
+  /** How often the per-budget gauges are read from Redis. */
   static final long GAUGE_REFRESH_MS = 5_000;
 
   private final CoordinatorConfig config;
@@ -32,11 +33,12 @@ final class CoordinatorVerticle extends VerticleBase {
   private final String redisEndpoint;
   private final Buffer openApi;
   private final ManagementVerticle.Heartbeat heartbeat;
+  private final long gaugeRefreshMillis;
   private HttpServer server;
 
   CoordinatorVerticle(CoordinatorConfig config, BudgetService budgets, PrometheusMeterRegistry registry,
       Map<String, ConfigUpdate> fileBudgets, HttpServerOptions serverOptions, BoundedHttpTags httpTags,
-      String redisEndpoint, Buffer openApi, ManagementVerticle.Heartbeat heartbeat) {
+      String redisEndpoint, Buffer openApi, ManagementVerticle.Heartbeat heartbeat, long gaugeRefreshMillis) {
     this.config = config;
     this.budgets = budgets;
     this.registry = registry;
@@ -46,6 +48,7 @@ final class CoordinatorVerticle extends VerticleBase {
     this.redisEndpoint = redisEndpoint;
     this.openApi = openApi;
     this.heartbeat = heartbeat;
+    this.gaugeRefreshMillis = gaugeRefreshMillis;
   }
 
   /**
@@ -66,7 +69,7 @@ final class CoordinatorVerticle extends VerticleBase {
 
     BudgetGauges gauges = new BudgetGauges(registry, budgets, config.maxBudgets());
     gauges.refresh();
-    vertx.setPeriodic(GAUGE_REFRESH_MS, id -> gauges.refresh());
+    vertx.setPeriodic(gaugeRefreshMillis, id -> gauges.refresh());
     // the management listener's /health/live reads it: this loop is alive while it beats
     heartbeat.beat();
     vertx.setPeriodic(ManagementVerticle.Heartbeat.EVERY_MILLIS, id -> heartbeat.beat());

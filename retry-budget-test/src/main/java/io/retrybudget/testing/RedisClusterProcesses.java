@@ -1,7 +1,9 @@
 package io.retrybudget.testing;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -65,20 +67,51 @@ public final class RedisClusterProcesses implements AutoCloseable {
       }
       masters.get(i).call(cmd.toArray(new String[0]));
     }
-    List<RedisServerProcess> all = new ArrayList<>(masters);
-    all.addAll(replicas);
-    for (int i = 1; i < all.size(); i++) {
-      all.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(all.get(i).port()));
+    // each replica meets its master and is made its replica first: the nodes that learn of it
+    // afterwards learn its role in the same handshake. Made one after the whole Cluster had met, a
+    // replica stayed a master without slots to the other nodes for up to cluster-node-timeout / 2
+    // (until they next pinged it), and a test reading CLUSTER NODES after a kill took that for the
+    // replica's promotion
+    Map<String, String> masterOf = new HashMap<>(); // replica's node id -> its master's
+    for (int r = 0; r < replicas.size(); r++) {
+      RedisServerProcess master = masters.get(r / replicasPerMaster);
+      replicas.get(r).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(master.port()));
     }
-    await(() -> allAgree(all, "cluster_known_nodes:" + all.size()), "every node knows every other");
     for (int r = 0; r < replicas.size(); r++) {
       RedisServerProcess master = masters.get(r / replicasPerMaster);
       String masterId = String.valueOf(master.call("CLUSTER", "MYID"));
       RedisServerProcess replica = replicas.get(r);
       await(() -> String.valueOf(replica.call("CLUSTER", "NODES")).contains(masterId), "replica sees its master");
       replica.call("CLUSTER", "REPLICATE", masterId);
+      masterOf.put(String.valueOf(replica.call("CLUSTER", "MYID")), masterId);
     }
-    await(() -> allAgree(all, "cluster_state:ok") && replicasInSync(), "cluster_state:ok everywhere");
+    List<RedisServerProcess> all = new ArrayList<>(masters);
+    all.addAll(replicas);
+    for (int i = 1; i < all.size(); i++) {
+      all.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(all.get(i).port()));
+    }
+    await(() -> allAgree(all, "cluster_known_nodes:" + all.size()), "every node knows every other");
+    await(() -> allAgree(all, "cluster_state:ok") && replicasInSync() && rolesKnownEverywhere(all, masterOf),
+        "cluster_state:ok, the replicas in sync, and every node knowing them as replicas");
+  }
+
+  private static boolean rolesKnownEverywhere(List<RedisServerProcess> nodes, Map<String, String> masterOf) {
+    for (RedisServerProcess n : nodes) {
+      int known = 0;
+      for (String line : String.valueOf(n.call("CLUSTER", "NODES")).split("\r?\n")) {
+        String[] f = line.trim().split(" ");
+        if (f.length > 3 && masterOf.containsKey(f[0])) {
+          if (!List.of(f[2].split(",")).contains("slave") || !f[3].equals(masterOf.get(f[0]))) {
+            return false;
+          }
+          known++;
+        }
+      }
+      if (known != masterOf.size()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private boolean replicasInSync() {
