@@ -2,6 +2,7 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.LogLimiter;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.transport.FailoverRoute;
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.lang.System.Logger.Level;
@@ -34,6 +35,12 @@ import java.util.function.LongSupplier;
  * <p>If Redis cannot be reached when the client is built, it is built anyway: budgets decide from
  * their fallback and the client keeps connecting in the background. {@code build()} waits for the
  * first connection at most the connect timeout of {@link RedisConnectionOptions} (default 2 s).
+ *
+ * <p>With {@link Builder#relays relays} (docs/RELAY.md), budget calls go to the first relay of the
+ * list that is up (the home relay first), else to the next, else to Redis directly, else the
+ * fallback decides; a relay or Redis that failed a call is passed over for
+ * {@link Builder#relayRetryAfter} (default 1 s), then tried again first. A call that failed is never
+ * sent again along the route (the budget counts it as lost), so no count is applied twice.
  */
 public final class RedisBudgetClient implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RedisBudgetClient.class.getName());
@@ -52,7 +59,9 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final ProcessFleets fleets = new ProcessFleets();
   private volatile RedisBudgetStore store;
   private volatile BudgetScripts scripts;
-  private volatile FleetRegistry.Port port; // set with scripts
+  private volatile FleetRegistry.Port port; // set with scripts, or at once with relays
+  private final RoutedPort routed; // null without relays
+  private final java.util.concurrent.ExecutorService connector; // connects the route's ways; null without relays
   private final EngineSettings engine;
   private final FleetRegistry registry = new Registry();
   // at most one WARNING and one INFO about degradation per 30 s for the whole client
@@ -81,6 +90,31 @@ public final class RedisBudgetClient implements AutoCloseable {
         exhaustedCacheTime.toMillis(), fallbackPolicy, fallbackSharesFloor, millisClock, random, EngineTimer.of(scheduler));
     // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
     // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
+    if (!b.relays.isEmpty()) {
+      this.connector = io.retrybudget.internal.Schedulers.daemon("retry-budget-connect");
+      java.util.List<RedisConnectionOptions> ways = new ArrayList<>(b.relays);
+      ways.add(connectionOptions); // Redis directly, last
+      this.routed = new RoutedPort(ways, b.relayRetryAfter.toMillis(), millisClock, connector);
+      this.port = routed;
+      // every way, the home relay first; build() waits for the first to connect, the connect timeout at most
+      java.util.concurrent.CountDownLatch one = new java.util.concurrent.CountDownLatch(1);
+      connector.execute(() -> {
+        for (int w = 0; w < routed.ways(); w++) {
+          if (routed.connect(w)) {
+            one.countDown();
+          }
+        }
+        one.countDown();
+      });
+      try {
+        one.await(connectionOptions.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // calls meanwhile skip the ways not up yet, else the fallback decides
+      }
+      return;
+    }
+    this.routed = null;
+    this.connector = null;
     java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
     boolean connected = false;
     try {
@@ -131,9 +165,12 @@ public final class RedisBudgetClient implements AutoCloseable {
     fleets.learned(name, clients, first);
   }
 
-  /** True while at least one budget answers from its fallback, or Redis was never reached. */
+  /**
+   * True while at least one budget answers from its fallback, or Redis was never reached (with
+   * relays: while neither a relay nor Redis is connected).
+   */
   public boolean isDegraded() {
-    if (store == null) {
+    if (routed != null ? !routed.anyConnected() : store == null) {
       return true;
     }
     for (RedisRetryBudget budget : budgets) {
@@ -160,6 +197,11 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   BudgetScripts scripts() {
     return scripts;
+  }
+
+  /** The route across relays, or null without relays (tests). */
+  RoutedPort routedPort() {
+    return routed;
   }
 
   /** The client as its budgets see it: the way to Redis, the fleets this process knows, the log. */
@@ -261,10 +303,20 @@ public final class RedisBudgetClient implements AutoCloseable {
       budget.close();
     }
     scheduler.shutdownNow();
+    if (connector != null) {
+      connector.shutdownNow();
+    }
     try {
       scheduler.awaitTermination(2, TimeUnit.SECONDS);
+      if (connector != null) {
+        connector.awaitTermination(connectionOptions.connectTimeout().toMillis() + 2_000, TimeUnit.MILLISECONDS);
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    } finally {
+      if (routed != null) {
+        routed.close(); // a connect still under way closes what it opens: the port is closed
+      }
     }
     RedisBudgetStore s = store;
     if (s != null) {
@@ -283,6 +335,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     private FallbackPolicy fallbackPolicy = FallbackPolicy.LOCAL;
     private boolean fallbackSharesFloor = true;
     private LongSupplier millisClock = () -> System.nanoTime() / 1_000_000L;
+    private java.util.List<RedisConnectionOptions> relays = java.util.List.of();
+    private Duration relayRetryAfter = Duration.ofSeconds(1);
 
     private Builder(RedisConnectionOptions connectionOptions) {
       this.connectionOptions = Objects.requireNonNull(connectionOptions, "connectionOptions must not be null");
@@ -356,6 +410,41 @@ public final class RedisBudgetClient implements AutoCloseable {
     /** A monotonic clock in milliseconds, for tests. */
     public Builder millisClock(LongSupplier clock) {
       this.millisClock = Objects.requireNonNull(clock, "millisClock must not be null");
+      return this;
+    }
+
+    /**
+     * The relays budget calls go to, home relay first (docs/RELAY.md; default none: calls go to
+     * Redis): a call goes to the first relay that is up, else the next, else to Redis (this builder's
+     * connection options), else the fallback decides. At most 999 relays, no two the same. Each
+     * relay has a connection of its own, made when first needed and kept up in the background; its
+     * command timeout is how long a relay that accepts but never answers holds a call.
+     */
+    public Builder relays(java.util.List<RedisConnectionOptions> relays) {
+      Objects.requireNonNull(relays, "relays must not be null");
+      if (relays.size() >= FailoverRoute.MAX_WAYS) {
+        throw new IllegalArgumentException("relays must be at most " + (FailoverRoute.MAX_WAYS - 1) + ", was "
+            + relays.size());
+      }
+      if (relays.stream().anyMatch(Objects::isNull)) {
+        throw new IllegalArgumentException("relays must not hold null, was " + relays);
+      }
+      java.util.Set<String> seen = new java.util.HashSet<>();
+      for (RedisConnectionOptions r : relays) {
+        if (!seen.add(r.toString()) || r.toString().equals(connectionOptions.toString())) {
+          throw new IllegalArgumentException("relays must be distinct and not Redis itself, was " + r + " twice");
+        }
+      }
+      this.relays = java.util.List.copyOf(relays);
+      return this;
+    }
+
+    /** How long a relay (or Redis) that failed a call is passed over before it is tried again first (default 1 s, in [10 ms, 10 min]). */
+    public Builder relayRetryAfter(Duration wait) {
+      if (wait == null || wait.toMillis() < 10 || wait.compareTo(Duration.ofMinutes(10)) > 0) {
+        throw new IllegalArgumentException("relayRetryAfter must be in [10ms, 10min], was " + wait);
+      }
+      this.relayRetryAfter = wait;
       return this;
     }
 
