@@ -2,7 +2,6 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.internal.LogLimiter;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
-import io.retrybudget.budget.redis.transport.FailoverRoute;
 import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.lang.System.Logger.Level;
@@ -61,7 +60,6 @@ public final class RedisBudgetClient implements AutoCloseable {
   private volatile BudgetScripts scripts;
   private volatile FleetRegistry.Port port; // set with scripts, or at once with relays
   private final RoutedPort routed; // null without relays
-  private final java.util.concurrent.ExecutorService connector; // connects the route's ways; null without relays
   private final EngineSettings engine;
   private final FleetRegistry registry = new Registry();
   // at most one WARNING and one INFO about degradation per 30 s for the whole client
@@ -91,30 +89,12 @@ public final class RedisBudgetClient implements AutoCloseable {
     // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
     // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
     if (!b.relays.isEmpty()) {
-      this.connector = io.retrybudget.internal.Schedulers.daemon("retry-budget-connect");
-      java.util.List<RedisConnectionOptions> ways = new ArrayList<>(b.relays);
-      ways.add(connectionOptions); // Redis directly, last
-      this.routed = new RoutedPort(ways, b.relayRetryAfter.toMillis(), millisClock, connector);
+      // every way connected in the background, the home relay first; waits the connect timeout at most
+      this.routed = RoutedPort.start(b.relays, connectionOptions, b.relayRetryAfter.toMillis(), millisClock);
       this.port = routed;
-      // every way, the home relay first; build() waits for the first to connect, the connect timeout at most
-      java.util.concurrent.CountDownLatch one = new java.util.concurrent.CountDownLatch(1);
-      connector.execute(() -> {
-        for (int w = 0; w < routed.ways(); w++) {
-          if (routed.connect(w)) {
-            one.countDown();
-          }
-        }
-        one.countDown();
-      });
-      try {
-        one.await(connectionOptions.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt(); // calls meanwhile skip the ways not up yet, else the fallback decides
-      }
       return;
     }
     this.routed = null;
-    this.connector = null;
     java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
     boolean connected = false;
     try {
@@ -303,20 +283,13 @@ public final class RedisBudgetClient implements AutoCloseable {
       budget.close();
     }
     scheduler.shutdownNow();
-    if (connector != null) {
-      connector.shutdownNow();
-    }
     try {
       scheduler.awaitTermination(2, TimeUnit.SECONDS);
-      if (connector != null) {
-        connector.awaitTermination(connectionOptions.connectTimeout().toMillis() + 2_000, TimeUnit.MILLISECONDS);
-      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } finally {
-      if (routed != null) {
-        routed.close(); // a connect still under way closes what it opens: the port is closed
-      }
+    }
+    if (routed != null) {
+      routed.close();
     }
     RedisBudgetStore s = store;
     if (s != null) {
@@ -421,21 +394,7 @@ public final class RedisBudgetClient implements AutoCloseable {
      * command timeout is how long a relay that accepts but never answers holds a call.
      */
     public Builder relays(java.util.List<RedisConnectionOptions> relays) {
-      Objects.requireNonNull(relays, "relays must not be null");
-      if (relays.size() >= FailoverRoute.MAX_WAYS) {
-        throw new IllegalArgumentException("relays must be at most " + (FailoverRoute.MAX_WAYS - 1) + ", was "
-            + relays.size());
-      }
-      if (relays.stream().anyMatch(Objects::isNull)) {
-        throw new IllegalArgumentException("relays must not hold null, was " + relays);
-      }
-      java.util.Set<String> seen = new java.util.HashSet<>();
-      for (RedisConnectionOptions r : relays) {
-        if (!seen.add(r.toString()) || r.toString().equals(connectionOptions.toString())) {
-          throw new IllegalArgumentException("relays must be distinct and not Redis itself, was " + r + " twice");
-        }
-      }
-      this.relays = java.util.List.copyOf(relays);
+      this.relays = RoutedPort.checkRelays(relays, connectionOptions);
       return this;
     }
 

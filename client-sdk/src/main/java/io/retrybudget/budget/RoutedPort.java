@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
@@ -51,18 +50,66 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
   private final Way[] ways;
   private final FailoverRoute route; // guarded by itself
   private final LongSupplier clock;
-  private final Executor connector;
+  private final java.util.concurrent.ExecutorService connector;
   private volatile boolean closed;
 
   /**
    * A route over {@code ways}, in order of preference, each way passed over {@code retryAfterMillis}
    * after a failure; {@code connector} runs connection attempts (never a caller's thread).
    */
-  RoutedPort(List<RedisConnectionOptions> ways, long retryAfterMillis, LongSupplier clock, Executor connector) {
+  RoutedPort(List<RedisConnectionOptions> ways, long retryAfterMillis, LongSupplier clock,
+      java.util.concurrent.ExecutorService connector) {
     this.ways = ways.stream().map(Way::new).toArray(Way[]::new);
     this.route = new FailoverRoute(this.ways.length, retryAfterMillis);
     this.clock = clock;
     this.connector = connector;
+  }
+
+  /**
+   * The route over {@code relays} then {@code redis}, with a connector thread of its own
+   * ({@code retry-budget-connect}) that connects every way in order, the home relay first; returns
+   * once one is connected, or after Redis's connect timeout (calls meanwhile skip the ways not up).
+   */
+  static RoutedPort start(List<RedisConnectionOptions> relays, RedisConnectionOptions redis, long retryAfterMillis,
+      LongSupplier clock) {
+    List<RedisConnectionOptions> ways = new java.util.ArrayList<>(relays);
+    ways.add(redis); // Redis directly, last
+    RoutedPort port = new RoutedPort(ways, retryAfterMillis, clock,
+        io.retrybudget.internal.Schedulers.daemon("retry-budget-connect"));
+    java.util.concurrent.CountDownLatch one = new java.util.concurrent.CountDownLatch(1);
+    port.connector.execute(() -> {
+      for (int w = 0; w < port.ways(); w++) {
+        if (port.connectNow(port.ways[w])) {
+          one.countDown();
+        }
+      }
+      one.countDown();
+    });
+    try {
+      one.await(redis.connectTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return port;
+  }
+
+  /** The builder's check of a list of relays: at most 999, none null, no two the same, none Redis itself. */
+  static List<RedisConnectionOptions> checkRelays(List<RedisConnectionOptions> relays, RedisConnectionOptions redis) {
+    java.util.Objects.requireNonNull(relays, "relays must not be null");
+    if (relays.size() >= FailoverRoute.MAX_WAYS) {
+      throw new IllegalArgumentException("relays must be at most " + (FailoverRoute.MAX_WAYS - 1) + ", was "
+          + relays.size());
+    }
+    if (relays.stream().anyMatch(java.util.Objects::isNull)) {
+      throw new IllegalArgumentException("relays must not hold null, was " + relays);
+    }
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    for (RedisConnectionOptions r : relays) {
+      if (!seen.add(r.toString()) || r.toString().equals(redis.toString())) {
+        throw new IllegalArgumentException("relays must be distinct and not Redis itself, was " + r + " twice");
+      }
+    }
+    return List.copyOf(relays);
   }
 
   @Override
@@ -111,11 +158,6 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
         route.failed(way, now);
       }
     }
-  }
-
-  /** Connects way {@code way} now (the client's first attempt, on its connector thread); false when it cannot. */
-  boolean connect(int way) {
-    return connectNow(ways[way]);
   }
 
   private void connectLater(Way way) {
@@ -184,9 +226,19 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
     return ways[way].usable();
   }
 
-  /** Closes every way's connection; a connection attempt still under way closes what it opens. */
+  /**
+   * Stops the connector (waiting for an attempt under way, its connect timeout at most) and closes every
+   * way's connection; an attempt that outlives the wait closes what it opens.
+   */
   @Override
   public void close() {
+    connector.shutdownNow();
+    try {
+      connector.awaitTermination(ways[ways.length - 1].options.connectTimeout().toMillis() + 2_000,
+          java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     synchronized (ways) {
       closed = true; // from here no connection is kept: every one made is closed below or by its maker
     }

@@ -59,8 +59,10 @@ class RelayRouteTest {
     }
   }
 
+  /** A connect timeout of 10 s: a connection's handshake can take seconds on a loaded machine. */
   private static RedisConnectionOptions.Builder options(RedisServerProcess server) {
-    return RedisConnectionOptions.standalone(server.uri()).reconnectDelayMax(Duration.ofMillis(50));
+    return RedisConnectionOptions.standalone(server.uri()).reconnectDelayMax(Duration.ofMillis(50))
+        .connectTimeout(Duration.ofSeconds(10));
   }
 
   private static long requests(RedisBudgetStore store, String name) {
@@ -96,8 +98,9 @@ class RelayRouteTest {
     reaches(relayStore, "routed", 5, "the home relay takes the calls");
     assertEquals(0, requests(redisStore, "routed"));
 
-    relay.kill();
     RoutedPort port = client.routedPort();
+    Eventually.await("the client connected to Redis too", Duration.ofSeconds(10), () -> port.connected(1));
+    relay.kill();
     Eventually.await("the client sees its relay gone", Duration.ofSeconds(10), () -> !port.connected(0));
     send(budget, 3);
     reaches(redisStore, "routed", 3, "nothing was sent to the dead relay: all go to Redis");
