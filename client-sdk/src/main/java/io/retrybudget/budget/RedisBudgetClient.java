@@ -34,6 +34,12 @@ import java.util.function.LongSupplier;
  * <p>If Redis cannot be reached when the client is built, it is built anyway: budgets decide from
  * their fallback and the client keeps connecting in the background. {@code build()} waits for the
  * first connection at most the connect timeout of {@link RedisConnectionOptions} (default 2 s).
+ *
+ * <p>With {@link Builder#relays relays} (docs/RELAY.md), budget calls go to the first relay of the
+ * list that is up (the home relay first), else to the next, else to Redis directly, else the
+ * fallback decides; a relay or Redis that failed a call is passed over for
+ * {@link Builder#relayRetryAfter} (default 1 s), then tried again first. A call that failed is never
+ * sent again along the route (the budget counts it as lost), so no count is applied twice.
  */
 public final class RedisBudgetClient implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RedisBudgetClient.class.getName());
@@ -52,7 +58,8 @@ public final class RedisBudgetClient implements AutoCloseable {
   private final ProcessFleets fleets = new ProcessFleets();
   private volatile RedisBudgetStore store;
   private volatile BudgetScripts scripts;
-  private volatile FleetRegistry.Port port; // set with scripts
+  private volatile FleetRegistry.Port port; // set with scripts, or at once with relays
+  private final RoutedPort routed; // null without relays
   private final EngineSettings engine;
   private final FleetRegistry registry = new Registry();
   // at most one WARNING and one INFO about degradation per 30 s for the whole client
@@ -81,6 +88,13 @@ public final class RedisBudgetClient implements AutoCloseable {
         exhaustedCacheTime.toMillis(), fallbackPolicy, fallbackSharesFloor, millisClock, random, EngineTimer.of(scheduler));
     // The first attempt runs on the timer thread; build() waits for it at most the connect timeout
     // (a Redis that accepts but never answers would otherwise hold it for every handshake timeout).
+    if (!b.relays.isEmpty()) {
+      // every way connected in the background, the home relay first; waits the connect timeout at most
+      this.routed = RoutedPort.start(b.relays, connectionOptions, b.relayRetryAfter.toMillis(), millisClock);
+      this.port = routed;
+      return;
+    }
+    this.routed = null;
     java.util.concurrent.Future<Boolean> first = scheduler.submit(this::tryConnect);
     boolean connected = false;
     try {
@@ -131,9 +145,12 @@ public final class RedisBudgetClient implements AutoCloseable {
     fleets.learned(name, clients, first);
   }
 
-  /** True while at least one budget answers from its fallback, or Redis was never reached. */
+  /**
+   * True while at least one budget answers from its fallback, or Redis was never reached (with
+   * relays: while neither a relay nor Redis is connected).
+   */
   public boolean isDegraded() {
-    if (store == null) {
+    if (routed != null ? !routed.anyConnected() : store == null) {
       return true;
     }
     for (RedisRetryBudget budget : budgets) {
@@ -160,6 +177,11 @@ public final class RedisBudgetClient implements AutoCloseable {
 
   BudgetScripts scripts() {
     return scripts;
+  }
+
+  /** The route across relays, or null without relays (tests). */
+  RoutedPort routedPort() {
+    return routed;
   }
 
   /** The client as its budgets see it: the way to Redis, the fleets this process knows, the log. */
@@ -266,6 +288,9 @@ public final class RedisBudgetClient implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    if (routed != null) {
+      routed.close();
+    }
     RedisBudgetStore s = store;
     if (s != null) {
       s.close();
@@ -283,6 +308,8 @@ public final class RedisBudgetClient implements AutoCloseable {
     private FallbackPolicy fallbackPolicy = FallbackPolicy.LOCAL;
     private boolean fallbackSharesFloor = true;
     private LongSupplier millisClock = () -> System.nanoTime() / 1_000_000L;
+    private java.util.List<RedisConnectionOptions> relays = java.util.List.of();
+    private Duration relayRetryAfter = Duration.ofSeconds(1);
 
     private Builder(RedisConnectionOptions connectionOptions) {
       this.connectionOptions = Objects.requireNonNull(connectionOptions, "connectionOptions must not be null");
@@ -356,6 +383,27 @@ public final class RedisBudgetClient implements AutoCloseable {
     /** A monotonic clock in milliseconds, for tests. */
     public Builder millisClock(LongSupplier clock) {
       this.millisClock = Objects.requireNonNull(clock, "millisClock must not be null");
+      return this;
+    }
+
+    /**
+     * The relays budget calls go to, home relay first (docs/RELAY.md; default none: calls go to
+     * Redis): a call goes to the first relay that is up, else the next, else to Redis (this builder's
+     * connection options), else the fallback decides. At most 999 relays, no two the same. Each
+     * relay has a connection of its own, made when first needed and kept up in the background; its
+     * command timeout is how long a relay that accepts but never answers holds a call.
+     */
+    public Builder relays(java.util.List<RedisConnectionOptions> relays) {
+      this.relays = RoutedPort.checkRelays(relays, connectionOptions);
+      return this;
+    }
+
+    /** How long a relay (or Redis) that failed a call is passed over before it is tried again first (default 1 s, in [10 ms, 10 min]). */
+    public Builder relayRetryAfter(Duration wait) {
+      if (wait == null || wait.toMillis() < 10 || wait.compareTo(Duration.ofMinutes(10)) > 0) {
+        throw new IllegalArgumentException("relayRetryAfter must be in [10ms, 10min], was " + wait);
+      }
+      this.relayRetryAfter = wait;
       return this;
     }
 

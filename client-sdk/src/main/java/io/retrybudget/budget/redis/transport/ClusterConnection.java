@@ -161,6 +161,11 @@ final class ClusterConnection implements StoreConnection {
   }
 
   @Override
+  public boolean isOpen() {
+    return connection.isOpen();
+  }
+
+  @Override
   public void close() {
     failoverWatch.close();
     try {

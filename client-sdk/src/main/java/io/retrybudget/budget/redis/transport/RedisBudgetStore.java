@@ -218,6 +218,14 @@ public final class RedisBudgetStore implements AutoCloseable {
     return commands.exists(key).toCompletableFuture().thenApply(n -> n != null && n > 0);
   }
 
+  /**
+   * Whether the connection is up now; while it is down (being re-established in the background) a
+   * command is refused at once, unsent.
+   */
+  public boolean isConnected() {
+    return connection.isOpen();
+  }
+
   /** PING (on a Cluster: the node the connection routes it to). */
   public CompletableFuture<String> ping() {
     return commands.ping().toCompletableFuture();

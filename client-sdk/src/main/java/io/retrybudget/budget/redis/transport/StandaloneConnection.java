@@ -80,6 +80,11 @@ final class StandaloneConnection implements StoreConnection {
   }
 
   @Override
+  public boolean isOpen() {
+    return connection.isOpen();
+  }
+
+  @Override
   public void close() {
     try {
       connection.close();

@@ -53,6 +53,12 @@ interface StoreConnection extends AutoCloseable {
   /** One SCAN step on one Cluster node by id; fails at once standalone or when it cannot be reached. */
   CompletableFuture<KeyScanCursor<String>> scanNode(String nodeId, ScanCursor cursor, ScanArgs args);
 
+  /**
+   * Whether the connection is up now (on a Cluster: the connection to the cluster, whatever one node
+   * does); a command sent while it is down is refused unsent.
+   */
+  boolean isOpen();
+
   /** Closes the connection and shuts its client down (never throws). */
   @Override
   void close();
