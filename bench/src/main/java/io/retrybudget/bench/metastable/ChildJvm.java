@@ -29,7 +29,8 @@ final class ChildJvm implements AutoCloseable {
     this.name = name;
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    cmd.addAll(List.of("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Xss512k",
+    // a fixed heap with a large young generation: few, short collections
+    cmd.addAll(List.of("-Xms384m", "-Xmx384m", "-Xmn192m", "-XX:+UseSerialGC", "-Xss512k",
         "-Djava.awt.headless=true",
         // with the common pool's default parallelism of 1 (a 2-core machine) CompletableFuture runs async
         // stages on a new thread each, and java.net.http does so for every cancelled exchange
