@@ -15,7 +15,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A child JVM of a real run on this JVM's class path: its stdout and stderr go to a log file, the
+ * A child JVM of a real run on this JVM's class path: its stdout and stderr go to a log file (each
+ * line after the seconds since the child was started), the
  * lines it announces itself with ({@code LOADED}, {@code READY}, {@code DONE}) are remembered, and
  * {@link #send} writes a line to its stdin.
  */
@@ -37,6 +38,7 @@ final class ChildJvm implements AutoCloseable {
         "-Djava.util.concurrent.ForkJoinPool.common.parallelism=4", "-cp", System.getProperty("java.class.path"), main.getName()));
     cmd.addAll(args);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    long started = System.nanoTime();
     this.process = pb.start();
     this.stdin = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
     Writer out = Files.newBufferedWriter(log);
@@ -45,6 +47,7 @@ final class ChildJvm implements AutoCloseable {
            Writer w = out) {
         for (String line; (line = r.readLine()) != null; ) {
           seen.add(line.trim());
+          w.write(String.format(java.util.Locale.ROOT, "%7.1f ", (System.nanoTime() - started) / 1e9));
           w.write(line);
           w.write('\n');
           w.flush();

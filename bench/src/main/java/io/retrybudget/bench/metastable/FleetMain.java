@@ -35,7 +35,8 @@ import java.util.function.LongSupplier;
  * one process's clients would. A ticker releases first attempts every {@value ModelRun#TICK_MILLIS}
  * ms at this process's share of the rate, round robin over the unit's clients.
  *
- * <p>Before the first round it warms up for {@value #WARM_UP_SECONDS} s: budget-less clients of the
+ * <p>Once told {@code WARM} on stdin (the backend listens), it warms up for {@value #WARM_UP_SECONDS} s:
+ * budget-less clients of the
  * same policy send the base rate to the first round's backends (whose answers are counted nowhere),
  * so that the JIT has compiled the request path before the clock starts. Per round it prints
  * {@code LOADED <round>} once the clients are built and every fleet budget has reached Redis, waits
@@ -80,9 +81,13 @@ public final class FleetMain {
         }
       }
     }
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String warm = in.readLine(); // the backend is listening
+    if (!"WARM".equals(warm == null ? null : warm.trim())) {
+      throw new IllegalStateException("expected WARM on stdin, got " + warm);
+    }
     Round first = rounds.get(0);
     warmUp(first, base.withClients(first.clients()), jvms, http, scheduler, ticker);
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (Round round : rounds) {
       FleetRound r = new FleetRound(round, base.withClients(round.clients()), index, jvms, http, redis, scheduler);
       r.awaitBudgets();
@@ -142,7 +147,7 @@ public final class FleetMain {
     }, 0, ModelRun.TICK_MILLIS, TimeUnit.MILLISECONDS);
     Thread.sleep(WARM_UP_SECONDS * 1000L);
     tick.cancel(false);
-    Thread.sleep(2 * params.attemptTimeoutMillis());
+    Thread.sleep(params.attemptTimeoutMillis());
     synchronized (failed) {
       System.out.println("warm-up: " + failed[0] + " calls without a 200");
     }

@@ -46,18 +46,21 @@ final class RealRun {
       backendArgs.addAll(encoded);
       ChildJvm backend = new ChildJvm("backend", work.resolve("backend.log"), BackendMain.class, backendArgs);
       children.add(backend);
-      backend.await("READY", 120_000);
       for (int i = 0; i < jvms; i++) {
         List<String> a = new ArrayList<>(List.of(work.toString(), Integer.toString(after), base.encode(),
             Integer.toString(i), Integer.toString(jvms), redisCount == 0 ? "-" : uris.toString()));
         a.addAll(encoded);
         children.add(new ChildJvm("fleet-" + i, work.resolve("fleet-" + i + ".log"), FleetMain.class, a));
       }
+      backend.await("READY", 120_000); // the client JVMs start meanwhile, and warm up once it listens
+      for (ChildJvm c : children.subList(1, children.size())) {
+        c.send("WARM");
+      }
       for (Round round : rounds) {
         for (ChildJvm c : children.subList(1, children.size())) {
           c.await("LOADED " + round.index(), 120_000);
         }
-        long epoch = System.currentTimeMillis() + 2000;
+        long epoch = System.currentTimeMillis() + 1000;
         System.out.printf("%s round %d of %d: %d clients, %s%n", Instant.now(), round.index() + 1, rounds.size(),
             round.clients(), round.units().stream().map(Round.Unit::tag).toList());
         for (ChildJvm c : children) {
