@@ -77,10 +77,11 @@ record Round(int index, int clients, List<Unit> units) {
   /**
    * The rounds that run every arm after every scenario, for each fleet size in turn, at most
    * {@code together} units side by side. The units of one fleet size are listed arm by arm
-   * (each arm's scenarios next to each other) and dealt round robin over the fewest rounds that
-   * hold them: with {@code together} at least the number of arms and two scenarios, that is one
-   * round per scenario with every arm side by side; with fewer, an arm's two scenarios land in
-   * different rounds. Ports come from {@code ports}, one per unit.
+   * (each arm's scenarios next to each other; the arms in {@link #interleaved} order) and dealt
+   * round robin over the fewest rounds that hold them: with {@code together} at least the number
+   * of arms and two scenarios, that is one round per scenario with every arm side by side; with
+   * fewer, an arm's two scenarios land in different rounds. Ports come from {@code ports}, one per
+   * unit.
    */
   static List<Round> plan(int[] clients, List<String> scenarios, List<Arm> arms, int afterSeconds, int together,
       java.util.function.IntSupplier ports) {
@@ -100,7 +101,7 @@ record Round(int index, int clients, List<Unit> units) {
         dealt.add(new ArrayList<>());
       }
       int i = 0;
-      for (Arm arm : arms) {
+      for (Arm arm : interleaved(arms)) {
         for (Scenario sc : all) {
           dealt.get(i++ % count).add(new Unit(sc, arm, 0, -1));
         }
@@ -115,6 +116,26 @@ record Round(int index, int clients, List<Unit> units) {
       }
     }
     return rounds;
+  }
+
+  /**
+   * The arms with the first and the second half of the list alternating ({@code naive, aws,
+   * finagle, fleet, grpc, fleet-server} for all six): the arms are declared from the least retry
+   * control to the most, so dealing in this order spreads the arms whose storms may last (and
+   * cost the machine the most) over the rounds instead of putting them together.
+   */
+  static List<Arm> interleaved(List<Arm> arms) {
+    List<Arm> sorted = new ArrayList<>(arms);
+    sorted.sort(java.util.Comparator.naturalOrder());
+    List<Arm> out = new ArrayList<>();
+    int half = (sorted.size() + 1) / 2;
+    for (int i = 0; i < half; i++) {
+      out.add(sorted.get(i));
+      if (half + i < sorted.size()) {
+        out.add(sorted.get(half + i));
+      }
+    }
+    return out;
   }
 
   /** The units of {@code rounds} by fleet size, then scenario, then arm (in the order given). */

@@ -29,26 +29,28 @@ class RoundAndPaceTest {
   void sixSideBySideIsOneRoundPerScenarioWithEveryArm() {
     List<Round> rounds = plan(6, 300);
     assertEquals(2, rounds.size());
-    assertEquals(List.of("capacity-naive", "capacity-finagle", "capacity-grpc", "capacity-aws", "capacity-fleet",
+    assertEquals(List.of("capacity-naive", "capacity-aws", "capacity-finagle", "capacity-fleet", "capacity-grpc",
         "capacity-fleet-server"), tags(rounds.get(0)));
     assertEquals("spike-naive", tags(rounds.get(1)).get(0));
     assertEquals(85, rounds.get(0).seconds());
     assertEquals(80, rounds.get(1).seconds());
     // each fleet-budget unit of a round has a Redis of its own; the next round reuses them
-    assertEquals(List.of(-1, -1, -1, -1, 0, 1), rounds.get(0).units().stream().map(Round.Unit::redis).toList());
+    assertEquals(List.of(-1, -1, -1, 0, -1, 1), rounds.get(0).units().stream().map(Round.Unit::redis).toList());
     assertEquals(2, rounds.get(1).redisServers());
   }
 
   @Test
-  void fewerSideBySideSpreadsEachArmsScenariosOverRounds() {
+  void fewerSideBySideSpreadsEachArmsScenariosAndTheUncontrolledArmsOverRounds() {
     List<Round> rounds = plan(4, 300);
     assertEquals(3, rounds.size());
-    assertEquals(List.of("capacity-naive", "spike-finagle", "capacity-aws", "spike-fleet"), tags(rounds.get(0)));
-    assertEquals(List.of("spike-naive", "capacity-grpc", "spike-aws", "capacity-fleet-server"), tags(rounds.get(1)));
-    assertEquals(List.of("capacity-finagle", "spike-grpc", "capacity-fleet", "spike-fleet-server"),
-        tags(rounds.get(2)));
-    assertEquals(List.of(-1, -1, -1, 0), rounds.get(0).units().stream().map(Round.Unit::redis).toList());
+    assertEquals(List.of("capacity-naive", "spike-aws", "capacity-fleet", "spike-grpc"), tags(rounds.get(0)));
+    assertEquals(List.of("spike-naive", "capacity-finagle", "spike-fleet", "capacity-fleet-server"),
+        tags(rounds.get(1)));
+    assertEquals(List.of("capacity-aws", "spike-finagle", "capacity-grpc", "spike-fleet-server"), tags(rounds.get(2)));
+    assertEquals(List.of(-1, -1, 0, -1), rounds.get(0).units().stream().map(Round.Unit::redis).toList());
     assertEquals(12, rounds.stream().flatMap(r -> r.units().stream()).map(Round.Unit::port).distinct().count());
+    assertEquals(List.of(Arm.NAIVE, Arm.GRPC, Arm.FINAGLE), Round.interleaved(List.of(Arm.GRPC, Arm.NAIVE,
+        Arm.FINAGLE)));
     assertThrows(IllegalArgumentException.class, () -> plan(0, 300));
   }
 
@@ -62,7 +64,7 @@ class RoundAndPaceTest {
     }
     Map<Integer, Map<String, Map<Arm, Round.Unit>>> by = Round.byScenario(rounds);
     assertEquals(List.of(50, 1000), List.copyOf(by.keySet()));
-    assertEquals(ALL, List.copyOf(by.get(1000).get("spike").keySet()));
+    assertEquals(Round.interleaved(ALL), List.copyOf(by.get(1000).get("spike").keySet()));
   }
 
   private static ScenarioRun quietRun() {
