@@ -128,9 +128,10 @@ final class RealRun {
     for (int s = 0; s < round.seconds(); s++) {
       Thread.sleep(Math.max(0, epoch + (s + 1) * 1000L - System.currentTimeMillis()));
       for (Map.Entry<Round.Unit, long[]> e : perSecond.entrySet()) {
-        if (s < e.getValue().length) {
-          long now = scriptCalls(redis.get(e.getKey().redis()));
-          e.getValue()[s] = now - prev.get(e.getKey());
+        long now = s < e.getValue().length ? scriptCalls(redis.get(e.getKey().redis())) : -1;
+        if (now >= 0) { // a second Redis did not answer in counts into the next one it does
+          long before = prev.get(e.getKey());
+          e.getValue()[s] = before < 0 ? 0 : now - before;
           prev.put(e.getKey(), now);
         }
       }
@@ -138,9 +139,14 @@ final class RealRun {
     return perSecond;
   }
 
+  /** EVALSHA + EVAL calls so far; -1 when Redis did not answer within the admin client's timeout. */
   private static long scriptCalls(RedisServerProcess redis) {
-    String stats = String.valueOf(redis.call("INFO", "commandstats"));
-    return CommandStats.calls(stats, "evalsha") + CommandStats.calls(stats, "eval");
+    try {
+      String stats = String.valueOf(redis.call("INFO", "commandstats"));
+      return CommandStats.calls(stats, "evalsha") + CommandStats.calls(stats, "eval");
+    } catch (java.io.UncheckedIOException e) {
+      return -1;
+    }
   }
 
   /** A child's table of one round: {@code scenario,arm,second,<columns>[,latencies]}, by unit. */
