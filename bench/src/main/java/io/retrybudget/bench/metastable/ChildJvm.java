@@ -30,8 +30,12 @@ final class ChildJvm implements AutoCloseable {
     this.name = name;
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    // a fixed heap with a large young generation: few, short collections
-    cmd.addAll(List.of("-Xms384m", "-Xmx384m", "-Xmn192m", "-XX:+UseSerialGC", "-Xss512k",
+    // a fixed heap with a large young generation: few collections. Serial: on 2 cores shared by 4 busy
+    // JVMs, G1 (20 ms target) paused 250-320 ms and Parallel GC 1-4 s, against Serial's 130-930 ms
+    // (its young pauses are what is left of the harness's delays); a metaspace large enough that
+    // loading the classes costs no full collection
+    cmd.addAll(List.of("-Xms384m", "-Xmx384m", "-Xmn192m", "-XX:+UseSerialGC", "-XX:MetaspaceSize=128m",
+        "-Xss512k",
         "-Djava.awt.headless=true",
         // with the common pool's default parallelism of 1 (a 2-core machine) CompletableFuture runs async
         // stages on a new thread each, and java.net.http does so for every cancelled exchange

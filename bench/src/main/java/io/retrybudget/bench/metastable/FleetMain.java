@@ -35,10 +35,9 @@ import java.util.function.LongSupplier;
  * one process's clients would. A ticker releases first attempts every {@value ModelRun#TICK_MILLIS}
  * ms at this process's share of the rate, round robin over the unit's clients.
  *
- * <p>Once told {@code WARM} on stdin (the backend listens), it warms up for {@value #WARM_UP_SECONDS} s:
- * budget-less clients of the
- * same policy send the base rate to the first round's backends (whose answers are counted nowhere),
- * so that the JIT has compiled the request path before the clock starts. Per round it prints
+ * <p>Once told {@code WARM} on stdin (the backend listens), it warms up for {@value #WARM_UP_SECONDS} s
+ * against the first round's backends, whose answers are counted nowhere ({@link #warmUp}), so that
+ * the JIT has compiled the paths of calls and budgets before the clock starts. Per round it prints
  * {@code LOADED <round>} once the clients are built and every fleet budget has reached Redis, waits
  * for {@code GO <round> <epochMillis>} on stdin, runs the schedule, writes
  * {@code scenario,arm,second,<CallStats.COLUMNS>,latencies} to {@code fleet-<jvm>-round<r>.csv} in the
@@ -47,7 +46,7 @@ import java.util.function.LongSupplier;
  */
 public final class FleetMain {
   /** Seconds of warm-up traffic before the first round. */
-  static final int WARM_UP_SECONDS = 8;
+  static final int WARM_UP_SECONDS = 10;
   private static final long PROBE_MILLIS = 10;
 
   private FleetMain() {}
@@ -63,7 +62,9 @@ public final class FleetMain {
     for (int i = 6; i < args.length; i++) {
       rounds.add(Round.decode(args[i], after));
     }
-    ScheduledExecutorService timers = Executors.newScheduledThreadPool(2, daemon("retry-timers"));
+    java.util.concurrent.ScheduledThreadPoolExecutor timers = new java.util.concurrent.ScheduledThreadPoolExecutor(2,
+        daemon("retry-timers"));
+    timers.setRemoveOnCancelPolicy(true); // an attempt answered in time drops its timeout (and what it holds) at once
     RetryScheduler scheduler = RetryScheduler.of(timers);
     ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(daemon("ticker"));
     Map<Integer, RedisBudgetClient> redis = new LinkedHashMap<>();
@@ -87,10 +88,11 @@ public final class FleetMain {
       throw new IllegalStateException("expected WARM on stdin, got " + warm);
     }
     Round first = rounds.get(0);
-    warmUp(first, base.withClients(first.clients()), jvms, http, scheduler, ticker);
+    warmUp(first, base.withClients(first.clients()), jvms, http, redis, scheduler, ticker);
     for (Round round : rounds) {
       FleetRound r = new FleetRound(round, base.withClients(round.clients()), index, jvms, http, redis, scheduler);
       r.awaitBudgets();
+      System.gc(); // the round's clients, and what the warm-up and the last round left, before the clock starts
       System.out.println("LOADED " + round.index());
       System.out.flush();
       long epoch = awaitGo(in, round.index());
@@ -115,17 +117,31 @@ public final class FleetMain {
   }
 
   /**
-   * {@value #WARM_UP_SECONDS} s of the base rate to each unit of the round, through one budget-less
-   * client per unit with the run's policy, on the run's HTTP clients and timers.
+   * {@value #WARM_UP_SECONDS} s of the base rate to each unit of the round, through one client per
+   * unit with the run's policy and the unit's kind of budget (under a budget name of its own), on
+   * the run's HTTP clients and timers; then {@code 2 T} for the last calls to end. (Three times the
+   * base rate for half of it, to compile a storm's paths too, left the naive backend's queue full and
+   * its event loop seconds late when the clock started.)
    */
   private static void warmUp(Round round, Params params, int jvms, Map<Integer, HttpClient> http,
-      RetryScheduler scheduler, ScheduledExecutorService ticker) throws InterruptedException {
+      Map<Integer, RedisBudgetClient> redis, RetryScheduler scheduler, ScheduledExecutorService ticker)
+      throws InterruptedException {
     Map<Round.Unit, RetryingHttpClient> clients = new LinkedHashMap<>();
     Map<Round.Unit, Pacer> pacers = new LinkedHashMap<>();
+    List<RetryBudget> budgets = new ArrayList<>();
+    Scenario flat = new Scenario("warm-up", WARM_UP_SECONDS, 1, 1.0, 1.0, 1);
     for (Round.Unit u : round.units()) {
-      clients.put(u, RetryingHttpClient.builder(http.get(u.port())).policy(ModelRun.policy(params))
-          .executor(x -> x.scheduler(scheduler)).build());
-      pacers.put(u, new Pacer(Scenario.spike(1), params.firstRate() / jvms)); // its trigger starts after the warm-up
+      RedisBudgetClient rc = redis.get(u.redis());
+      Arm.ClientBudget cb = u.arm().clientBudget("metastable-warm-up", System::currentTimeMillis,
+          () -> rc.budget(Arm.fleetConfig("metastable-warm-up")));
+      RetryingHttpClient.Builder b = RetryingHttpClient.builder(http.get(u.port())).policy(ModelRun.policy(params))
+          .listener(cb.listener()).executor(x -> x.scheduler(scheduler));
+      if (cb.budget() != null) {
+        b.budget(cb.budget());
+        budgets.add(cb.budget());
+      }
+      clients.put(u, b.build());
+      pacers.put(u, new Pacer(flat, params.firstRate() / jvms));
     }
     long start = System.currentTimeMillis();
     long[] failed = new long[1];
@@ -147,7 +163,8 @@ public final class FleetMain {
     }, 0, ModelRun.TICK_MILLIS, TimeUnit.MILLISECONDS);
     Thread.sleep(WARM_UP_SECONDS * 1000L);
     tick.cancel(false);
-    Thread.sleep(params.attemptTimeoutMillis());
+    Thread.sleep(2L * params.attemptTimeoutMillis());
+    budgets.forEach(RetryBudget::close);
     synchronized (failed) {
       System.out.println("warm-up: " + failed[0] + " calls without a 200");
     }

@@ -135,7 +135,7 @@ public final class MetastableExperiment {
     List<String> scenarios = List.of("capacity", "spike");
     int[] clients = {300};
     int jvms = 3;
-    int together = 6;
+    int together = 4;
     int after = 65;
     long seed = 42;
     boolean model;
