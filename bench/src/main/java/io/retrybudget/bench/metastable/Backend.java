@@ -16,9 +16,16 @@ import java.util.function.Function;
  * on one event loop and the core needs no lock; nothing blocks that loop. A request's deadline is
  * its arrival plus {@code X-Request-Deadline-Ms} (the client's attempt timeout): the FIFO queue
  * reads it only to count the work served after it as wasted, server-kit's queue to drop the
- * request instead.
+ * request instead. Every answer carries the backend's clock in {@code X-Answered-Ms}.
+ *
+ * <p>Until {@link #begin} it serves with the base service time into a table nobody reads, so that
+ * the fleet's warm-up runs the real code paths (the JIT compiles them before the clock starts). A
+ * 10 ms probe timer on the same event loop records how late the loop runs it ({@code lag_max}).
  */
 final class Backend extends VerticleBase {
+  /** The lag probe timer's period, milliseconds. */
+  static final long PROBE_MILLIS = 10;
+
   private final int port;
   private final Params params;
   private final Scenario scenario;
@@ -26,8 +33,10 @@ final class Backend extends VerticleBase {
   private final PerSecond stats;
   private ServerCore core;
   private HttpServer server;
+  private long startMillis = Long.MAX_VALUE;
+  private long probeMillis;
 
-  /** Listens at once; serves from {@link #begin} on (answers 503 before). */
+  /** Listens at once; serves the warm-up until {@link #begin}, then the run. */
   Backend(int port, Params params, Scenario scenario, Function<RetryScheduler, Admission> admissions,
       PerSecond stats) {
     this.port = port;
@@ -41,15 +50,31 @@ final class Backend extends VerticleBase {
   public Future<?> start() {
     server = vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(port)
         .setIdleTimeout(60).setTcpNoDelay(true).setAcceptBacklog(4096));
+    core = newCore(System.currentTimeMillis(), m -> params.serviceMillis(),
+        new PerSecond(1, ServerCore.COLUMNS));
+    probeMillis = System.currentTimeMillis();
+    int lag = stats.column("lag_max");
+    vertx.setPeriodic(PROBE_MILLIS, id -> {
+      long now = System.currentTimeMillis();
+      if (now >= startMillis) {
+        stats.max((int) Math.min(Integer.MAX_VALUE, (now - startMillis) / 1000), lag,
+            Math.max(0, now - probeMillis - PROBE_MILLIS));
+      }
+      probeMillis = now;
+    });
     return server.requestHandler(this::handle).listen();
   }
 
   /** The run's clock starts at {@code startMillis} (epoch millis): builds the core on this verticle's loop. */
   void begin(long startMillis) {
-    context.runOnContext(v -> core = newCore(startMillis));
+    context.runOnContext(v -> {
+      this.startMillis = startMillis;
+      core = newCore(startMillis, m -> scenario.serviceMillis(params.serviceMillis(), m), stats);
+    });
   }
 
-  private ServerCore newCore(long startMillis) {
+  private ServerCore newCore(long startMillis, java.util.function.LongToDoubleFunction serviceMillisAt,
+      PerSecond table) {
     // timers set on this verticle's loop fire on it: the admission's expiry runs where requests do
     RetryScheduler onLoop = (task, delayNanos) -> {
       long id = vertx.setTimer(Math.max(1, delayNanos / 1_000_000 + (delayNanos % 1_000_000 == 0 ? 0 : 1)),
@@ -66,14 +91,10 @@ final class Backend extends VerticleBase {
       public void after(long delayMillis, Runnable task) {
         vertx.setTimer(delayMillis, id -> task.run());
       }
-    }, startMillis, m -> scenario.serviceMillis(params.serviceMillis(), m), stats);
+    }, startMillis, serviceMillisAt, table);
   }
 
   private void handle(HttpServerRequest request) {
-    if (core == null) {
-      request.response().setStatusCode(503).end();
-      return;
-    }
     long now = System.currentTimeMillis();
     long deadline = Long.MAX_VALUE;
     String left = request.getHeader(HttpRetryRules.DEADLINE_HEADER);
@@ -93,6 +114,7 @@ final class Backend extends VerticleBase {
     core.arrive(new Job(now, deadline, attempt, (status, headers) -> {
       if (!request.response().closed()) {
         headers.forEach(request.response()::putHeader);
+        request.response().putHeader(CallStats.ANSWERED_HEADER, Long.toString(System.currentTimeMillis()));
         request.response().setStatusCode(status).end();
       }
     }));

@@ -12,77 +12,92 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * The backend process of a real run: one {@link Backend} per arm, each on its own port, with the
- * arm's admission (server-kit's queue for {@link Arm#serverHalf}, else the FIFO queue). Listens,
- * prints {@code READY}, reads {@code GO <epochMillis>} on stdin, serves until the run's end plus
- * a grace second, then writes its per-second table ({@code arm,second,<ServerCore.COLUMNS>}) to the
- * output file and exits. Started by {@link MetastableExperiment}; its arguments are
- * {@code <out.csv> <scenario> <afterSeconds> <Params.encode> <arm>=<port>,...}.
+ * The backend process of a real run: one {@link Backend} per unit of every round, each on its own
+ * port and event loop, with the unit's admission (server-kit's queue for {@link Arm#serverHalf},
+ * else the FIFO queue); they serve the fleet's warm-up from the start. Prints {@code READY}; then
+ * for each round reads {@code GO <round> <epochMillis>} on stdin, runs the round's units until its
+ * end plus a grace second, writes the round's table ({@code scenario,arm,second,<ServerCore.COLUMNS>})
+ * to {@code backend-round<r>.csv} in the output folder and prints {@code DONE <round>}. Started by
+ * {@link RealRun}; its arguments are {@code <outDir> <afterSeconds> <Params.encode> <Round.encode>...}.
  */
 public final class BackendMain {
   private BackendMain() {}
 
   public static void main(String[] args) throws Exception {
-    Path out = Path.of(args[0]);
-    Scenario scenario = Scenario.byId(args[1], Integer.parseInt(args[2]));
-    Params params = Params.decode(args[3]);
-    Map<Arm, Integer> ports = new LinkedHashMap<>();
-    for (String kv : args[4].split(",")) {
-      String[] p = kv.split("=");
-      ports.put(Arm.byId(p[0]), Integer.parseInt(p[1]));
+    Path outDir = Path.of(args[0]);
+    int after = Integer.parseInt(args[1]);
+    Params base = Params.decode(args[2]);
+    List<Round> rounds = new ArrayList<>();
+    for (int i = 3; i < args.length; i++) {
+      rounds.add(Round.decode(args[i], after));
     }
-    Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(Math.max(2, ports.size())));
-    Map<Arm, PerSecond> tables = new LinkedHashMap<>();
-    List<io.vertx.core.Future<?>> deployed = new ArrayList<>();
-    List<Backend> backends = new ArrayList<>();
-    Map<Arm, ServerKitAdmission> serverKit = new ConcurrentHashMap<>();
-    for (Map.Entry<Arm, Integer> e : ports.entrySet()) {
-      PerSecond t = new PerSecond(scenario.totalSeconds(), ServerCore.COLUMNS);
-      tables.put(e.getKey(), t);
-      Arm arm = e.getKey();
-      Backend b = new Backend(e.getValue(), params, scenario, scheduler -> {
-        if (!arm.serverHalf()) {
-          return new FifoAdmission(params.workers(), params.queueLimit());
-        }
-        ServerKitAdmission a = ServerKitAdmission.of(params, System::nanoTime, scheduler,
-            () -> ThreadLocalRandom.current().nextDouble());
-        serverKit.put(arm, a);
-        return a;
-      }, t);
-      backends.add(b);
-      deployed.add(vertx.deployVerticle(b));
+    int widest = rounds.stream().mapToInt(r -> r.units().size()).max().orElse(1);
+    // units of one round are deployed one after another: each gets an event loop of its own
+    Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(Math.max(2, widest)));
+    Map<Round.Unit, Backend> backends = new LinkedHashMap<>();
+    Map<Round.Unit, PerSecond> tables = new LinkedHashMap<>();
+    Map<Round.Unit, ServerKitAdmission> serverKit = new LinkedHashMap<>();
+    for (Round round : rounds) {
+      Params params = base.withClients(round.clients());
+      for (Round.Unit unit : round.units()) {
+        PerSecond t = new PerSecond(unit.scenario().totalSeconds(), ServerCore.COLUMNS);
+        tables.put(unit, t);
+        Backend b = new Backend(unit.port(), params, unit.scenario(), scheduler -> {
+          if (!unit.arm().serverHalf()) {
+            return new FifoAdmission(params.workers(), params.queueLimit());
+          }
+          ServerKitAdmission a = ServerKitAdmission.of(params, System::nanoTime, scheduler,
+              () -> ThreadLocalRandom.current().nextDouble());
+          synchronized (serverKit) {
+            serverKit.put(unit, a); // the last one made is the run's (the first serves the warm-up)
+          }
+          return a;
+        }, t);
+        backends.put(unit, b);
+        vertx.deployVerticle(b).await();
+      }
     }
-    io.vertx.core.Future.all(deployed).await();
     System.out.println("READY");
     System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    String go = in.readLine();
-    if (go == null || !go.startsWith("GO ")) {
-      throw new IllegalStateException("expected GO <epochMillis> on stdin, got " + go);
-    }
-    long epoch = Long.parseLong(go.substring(3).trim());
-    backends.forEach(b -> b.begin(epoch));
-    long end = epoch + scenario.totalSeconds() * 1000L + 1000;
-    Thread.sleep(Math.max(0, end - System.currentTimeMillis()));
-    vertx.close().await();
-    serverKit.forEach((arm, a) -> System.out.println("admission of " + arm.id() + ": " + a.stats()));
-    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out))) {
-      w.println("arm,second," + String.join(",", ServerCore.COLUMNS));
-      for (Map.Entry<Arm, PerSecond> e : tables.entrySet()) {
-        PerSecond t = e.getValue();
-        for (int s = 0; s < t.seconds(); s++) {
-          StringBuilder b = new StringBuilder(e.getKey().id()).append(',').append(s);
-          for (int c = 0; c < t.columns().size(); c++) {
-            b.append(',').append(t.get(s, c));
+    for (Round round : rounds) {
+      long epoch = FleetMain.awaitGo(in, round.index());
+      // collect what the warm-up and the last round left before the clock starts: a young pause that
+      // copies it for the first time took 200 ms at second 6 of a round (the clock starts 2 s after GO)
+      System.gc();
+      for (Round.Unit unit : round.units()) {
+        backends.get(unit).begin(epoch);
+      }
+      long end = epoch + round.seconds() * 1000L + 1000;
+      Thread.sleep(Math.max(0, end - System.currentTimeMillis()));
+      try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(outDir.resolve("backend-round" + round.index()
+          + ".csv")))) {
+        w.println("scenario,arm,second," + String.join(",", ServerCore.COLUMNS));
+        for (Round.Unit unit : round.units()) {
+          PerSecond t = tables.get(unit);
+          for (int s = 0; s < t.seconds(); s++) {
+            StringBuilder b = new StringBuilder(unit.scenario().id()).append(',').append(unit.arm().id()).append(',')
+                .append(s);
+            for (int c = 0; c < t.columns().size(); c++) {
+              b.append(',').append(t.get(s, c));
+            }
+            w.println(b);
           }
-          w.println(b);
         }
       }
+      synchronized (serverKit) {
+        for (Round.Unit unit : round.units()) {
+          if (serverKit.containsKey(unit)) {
+            System.out.println("admission of " + unit.tag() + ": " + serverKit.get(unit).stats());
+          }
+        }
+      }
+      System.out.println("DONE " + round.index());
+      System.out.flush();
     }
-    System.out.println("DONE");
+    vertx.close().await();
   }
 }

@@ -8,10 +8,16 @@ import java.util.function.LongSupplier;
 /**
  * What the clients of one arm saw, per second: first attempts and retries sent (from the
  * executor's {@link RetryListener#onAttempt}), retries their budgets refused, calls that ended
- * with a success (goodput, with their latency from the call's start) or without one.
+ * with a success (goodput, with their latency from the call's start) or without one; and how
+ * late the client process was, the largest delay in the second in milliseconds: its ticker
+ * ({@code tick_lag_max}), its retry timers ({@code timer_lag_max}), and the answers, from the
+ * backend's {@value #ANSWERED_HEADER} to the executor seeing them ({@code answer_lag_max}).
  */
 final class CallStats {
-  static final List<String> COLUMNS = List.of("first", "retries", "goodput", "failed", "denied");
+  static final List<String> COLUMNS = List.of("first", "retries", "goodput", "failed", "denied", "tick_lag_max",
+      "timer_lag_max", "answer_lag_max");
+  /** The backend's clock when it sent an answer, epoch milliseconds. */
+  static final String ANSWERED_HEADER = "X-Answered-Ms";
 
   private final PerSecond table;
   private final LongSupplier millisSinceStart;
@@ -20,6 +26,7 @@ final class CallStats {
   private final int goodput;
   private final int failed;
   private final int denied;
+  private final int answerLag;
   private final RetryListener listener = new RetryListener() {
     @Override
     public void onAttempt(int attempt) {
@@ -29,6 +36,16 @@ final class CallStats {
     @Override
     public void onBudgetDenied(BudgetDecision decision) {
       table.add(second(), denied, 1);
+    }
+
+    @Override
+    public void onAttemptEnded(int attempt, Object result, Throwable failure) {
+      if (result instanceof java.net.http.HttpResponse<?> r) {
+        String sent = r.headers().firstValue(ANSWERED_HEADER).orElse(null);
+        if (sent != null) {
+          table.max(second(), answerLag, Math.max(0, System.currentTimeMillis() - Long.parseLong(sent)));
+        }
+      }
     }
   };
 
@@ -40,6 +57,7 @@ final class CallStats {
     this.goodput = table.column("goodput");
     this.failed = table.column("failed");
     this.denied = table.column("denied");
+    this.answerLag = table.column("answer_lag_max");
   }
 
   private int second() {
@@ -61,6 +79,11 @@ final class CallStats {
     } else {
       table.add(s, failed, 1);
     }
+  }
+
+  /** The client process was {@code millis} late in {@code column} ({@code tick_lag_max}, {@code timer_lag_max}) now. */
+  void lag(String column, long millis) {
+    table.max(second(), table.column(column), millis);
   }
 
   PerSecond table() {

@@ -15,7 +15,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A child JVM of a real run on this JVM's class path: its stdout and stderr go to a log file, the
+ * A child JVM of a real run on this JVM's class path: its stdout and stderr go to a log file (each
+ * line after the seconds since the child was started), the
  * lines it announces itself with ({@code LOADED}, {@code READY}, {@code DONE}) are remembered, and
  * {@link #send} writes a line to its stdin.
  */
@@ -29,13 +30,19 @@ final class ChildJvm implements AutoCloseable {
     this.name = name;
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    cmd.addAll(List.of("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Xss512k",
+    // a fixed heap with a large young generation: few collections. Serial: on 2 cores shared by 4 busy
+    // JVMs, G1 (20 ms target) paused 250-320 ms and Parallel GC 1-4 s, against Serial's 130-930 ms
+    // (its young pauses are what is left of the harness's delays); a metaspace large enough that
+    // loading the classes costs no full collection
+    cmd.addAll(List.of("-Xms384m", "-Xmx384m", "-Xmn192m", "-XX:+UseSerialGC", "-XX:MetaspaceSize=128m",
+        "-Xss512k",
         "-Djava.awt.headless=true",
         // with the common pool's default parallelism of 1 (a 2-core machine) CompletableFuture runs async
         // stages on a new thread each, and java.net.http does so for every cancelled exchange
         "-Djava.util.concurrent.ForkJoinPool.common.parallelism=4", "-cp", System.getProperty("java.class.path"), main.getName()));
     cmd.addAll(args);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    long started = System.nanoTime();
     this.process = pb.start();
     this.stdin = new PrintWriter(process.getOutputStream(), true, StandardCharsets.UTF_8);
     Writer out = Files.newBufferedWriter(log);
@@ -44,6 +51,7 @@ final class ChildJvm implements AutoCloseable {
            Writer w = out) {
         for (String line; (line = r.readLine()) != null; ) {
           seen.add(line.trim());
+          w.write(String.format(java.util.Locale.ROOT, "%7.1f ", (System.nanoTime() - started) / 1e9));
           w.write(line);
           w.write('\n');
           w.flush();

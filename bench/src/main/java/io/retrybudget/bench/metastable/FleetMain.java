@@ -6,216 +6,175 @@ import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.retry.RetryScheduler;
 import io.retrybudget.retry.http.RetryingHttpClient;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.PrintWriter;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * One client process of a real run: its share of every arm's clients ({@code clients / jvms}), each
- * a {@link RetryingHttpClient} of its own with its own budget ({@link Arm#clientBudget}); the
- * fleet arm's budgets come from one {@link RedisBudgetClient} of this process. A ticker releases
- * first attempts every {@value ModelRun#TICK_MILLIS} ms at this process's share of the rate, round
- * robin over the arm's clients. Prints {@code LOADED} once every client is built and the fleet
- * budget has reached Redis, waits for {@code GO <epochMillis>} on stdin, runs the schedule, writes
- * {@code arm,second,<CallStats.COLUMNS>,latencies} and exits. Arguments:
- * {@code <out.csv> <scenario> <afterSeconds> <Params.encode> <jvmIndex> <jvms> <arm>=<redisUri>,...|-
- * <arm>=<port>,...}.
+ * One client process of a real run: for every round in turn, its share of each unit's clients
+ * ({@code clients / jvms}), each a {@link RetryingHttpClient} of its own with its own budget
+ * ({@link Arm#clientBudget}: its own counters, flush timer and client id); a fleet-budget unit's
+ * budgets come from one {@link RedisBudgetClient} of this process per Redis. The clients of a unit
+ * share one {@code java.net.http.HttpClient} (its connections, one selector thread, which also
+ * runs the completions: no hand-off to a thread pool), and all clients share the retry timers, as
+ * one process's clients would. A ticker releases first attempts every {@value ModelRun#TICK_MILLIS}
+ * ms at this process's share of the rate, round robin over the unit's clients.
+ *
+ * <p>Once told {@code WARM} on stdin (the backend listens), it warms up for {@value #WARM_UP_SECONDS} s
+ * against the first round's backends, whose answers are counted nowhere ({@link #warmUp}), so that
+ * the JIT has compiled the paths of calls and budgets before the clock starts. Per round it prints
+ * {@code LOADED <round>} once the clients are built and every fleet budget has reached Redis, waits
+ * for {@code GO <round> <epochMillis>} on stdin, runs the schedule, writes
+ * {@code scenario,arm,second,<CallStats.COLUMNS>,latencies} to {@code fleet-<jvm>-round<r>.csv} in the
+ * output folder and prints {@code DONE <round>}. Arguments:
+ * {@code <outDir> <afterSeconds> <Params.encode> <jvmIndex> <jvms> <redisUri>,...|- <Round.encode>...}.
  */
 public final class FleetMain {
+  /** Seconds of warm-up traffic before the first round. */
+  static final int WARM_UP_SECONDS = 10;
+  private static final long PROBE_MILLIS = 10;
+
   private FleetMain() {}
 
   public static void main(String[] args) throws Exception {
-    Path out = Path.of(args[0]);
-    Scenario scenario = Scenario.byId(args[1], Integer.parseInt(args[2]));
-    Params params = Params.decode(args[3]);
-    int index = Integer.parseInt(args[4]);
-    int jvms = Integer.parseInt(args[5]);
-    Map<Arm, String> redisUris = new LinkedHashMap<>();
-    if (!args[6].equals("-")) {
-      for (String kv : args[6].split(",")) {
-        int eq = kv.indexOf('=');
-        redisUris.put(Arm.byId(kv.substring(0, eq)), kv.substring(eq + 1));
-      }
+    Path outDir = Path.of(args[0]);
+    int after = Integer.parseInt(args[1]);
+    Params base = Params.decode(args[2]);
+    int index = Integer.parseInt(args[3]);
+    int jvms = Integer.parseInt(args[4]);
+    List<String> redisUris = args[5].equals("-") ? List.of() : List.of(args[5].split(","));
+    List<Round> rounds = new ArrayList<>();
+    for (int i = 6; i < args.length; i++) {
+      rounds.add(Round.decode(args[i], after));
     }
-    Map<Arm, URI> targets = new LinkedHashMap<>();
-    for (String kv : args[7].split(",")) {
-      String[] p = kv.split("=");
-      targets.put(Arm.byId(p[0]), URI.create("http://127.0.0.1:" + p[1] + "/work"));
-    }
-    int perJvm = params.clients() / jvms + (index < params.clients() % jvms ? 1 : 0);
-
-    long[] epoch = {Long.MAX_VALUE};
-    LongSupplier sinceStart = () -> System.currentTimeMillis() - epoch[0];
-    ScheduledExecutorService timers = Executors.newScheduledThreadPool(2, daemon("retry-timers"));
+    java.util.concurrent.ScheduledThreadPoolExecutor timers = new java.util.concurrent.ScheduledThreadPoolExecutor(2,
+        daemon("retry-timers"));
+    timers.setRemoveOnCancelPolicy(true); // an attempt answered in time drops its timeout (and what it holds) at once
     RetryScheduler scheduler = RetryScheduler.of(timers);
-    ExecutorService httpThreads = Executors.newCachedThreadPool(daemon("http"));
     ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(daemon("ticker"));
-    Map<Arm, RedisBudgetClient> redis = new LinkedHashMap<>();
-    Map<Arm, List<RetryingHttpClient>> clients = new LinkedHashMap<>();
-    Map<Arm, CallStats> stats = new LinkedHashMap<>();
-    List<RetryBudget> budgets = new ArrayList<>();
-    for (Map.Entry<Arm, URI> e : targets.entrySet()) {
-      Arm arm = e.getKey();
-      if (arm.fleetBudget()) {
-        // a budget call may take 250 ms (the SDK's default is 20 ms): this 2-core machine is shared
-        // at load averages near 20, and a budget answering from its fallback is not what is measured
-        String uri = redisUris.get(arm);
-        if (uri == null) {
-          throw new IllegalArgumentException("no Redis given for arm " + arm.id());
+    Map<Integer, RedisBudgetClient> redis = new LinkedHashMap<>();
+    Map<Integer, HttpClient> http = new LinkedHashMap<>();
+    for (Round round : rounds) {
+      for (Round.Unit u : round.units()) {
+        // HTTP/1.1: java.net.http would try an h2c upgrade on every new connection; completions
+        // run on the client's selector thread (a direct executor): no pool, no hand-off
+        http.put(u.port(), HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).executor(Runnable::run).build());
+        if (u.arm().fleetBudget() && !redis.containsKey(u.redis())) {
+          // a budget call may take 250 ms (the SDK's default is 20 ms): on a shared 2-core machine a
+          // budget answering from its fallback is not what is measured
+          redis.put(u.redis(), RedisBudgetClient.builder(RedisConnectionOptions.standalone(redisUris.get(u.redis()))
+              .build()).callTimeout(Duration.ofMillis(250)).build());
         }
-        redis.put(arm, RedisBudgetClient.builder(RedisConnectionOptions.standalone(uri).build())
-            .callTimeout(Duration.ofMillis(250)).build());
-      }
-      RedisBudgetClient rc = redis.get(arm);
-      // HTTP/1.1: java.net.http does not upgrade these requests to h2c, and every upgrade attempt
-      // costs; no connect timeout (each one is a timer under the client's lock)
-      HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).executor(httpThreads).build();
-      CallStats cs = new CallStats(new PerSecond(scenario.totalSeconds(), CallStats.COLUMNS), sinceStart);
-      stats.put(arm, cs);
-      List<RetryingHttpClient> list = new ArrayList<>();
-      String budgetName = "metastable-" + scenario.id();
-      for (int i = 0; i < perJvm; i++) {
-        Arm.ClientBudget cb = arm.clientBudget(budgetName, System::currentTimeMillis,
-            () -> rc.budget(Arm.fleetConfig(budgetName)));
-        RetryingHttpClient.Builder b = RetryingHttpClient.builder(http).policy(ModelRun.policy(params))
-            .listener(cs.listener()).listener(cb.listener()).executor(x -> x.scheduler(scheduler));
-        if (cb.budget() != null) {
-          b.budget(cb.budget());
-          budgets.add(cb.budget());
-        }
-        list.add(b.build());
-      }
-      clients.put(arm, list);
-      warmUp(http, e.getValue());
-    }
-    for (Map.Entry<Arm, RedisBudgetClient> e : redis.entrySet()) {
-      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (e.getValue().isDegraded() && System.nanoTime() < until) {
-        Thread.sleep(50);
-      }
-      if (e.getValue().isDegraded()) {
-        System.out.println("WARNING: a budget of " + e.getKey().id() + " still answered from its fallback 30 s after start");
       }
     }
-    System.out.println("LOADED");
-    System.out.flush();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    String go = in.readLine();
-    if (go == null || !go.startsWith("GO ")) {
-      throw new IllegalStateException("expected GO <epochMillis> on stdin, got " + go);
+    String warm = in.readLine(); // the backend is listening
+    if (!"WARM".equals(warm == null ? null : warm.trim())) {
+      throw new IllegalStateException("expected WARM on stdin, got " + warm);
     }
-    epoch[0] = Long.parseLong(go.substring(3).trim());
-    Thread.sleep(Math.max(0, epoch[0] - System.currentTimeMillis()));
-
-    Map<Arm, Pacer> pacers = new LinkedHashMap<>();
-    Map<Arm, int[]> next = new LinkedHashMap<>();
-    for (Arm arm : targets.keySet()) {
-      pacers.put(arm, new Pacer(scenario, params.firstRate() / jvms));
-      next.put(arm, new int[1]);
+    Round first = rounds.get(0);
+    warmUp(first, base.withClients(first.clients()), jvms, http, redis, scheduler, ticker);
+    for (Round round : rounds) {
+      FleetRound r = new FleetRound(round, base.withClients(round.clients()), index, jvms, http, redis, scheduler);
+      r.awaitBudgets();
+      System.gc(); // the round's clients, and what the warm-up and the last round left, before the clock starts
+      System.out.println("LOADED " + round.index());
+      System.out.flush();
+      long epoch = awaitGo(in, round.index());
+      r.run(epoch, ticker, timers, PROBE_MILLIS);
+      r.write(outDir.resolve("fleet-" + index + "-round" + round.index() + ".csv"));
+      r.close();
+      System.out.println("DONE " + round.index());
+      System.out.flush();
     }
-    long end = scenario.totalSeconds() * 1000L;
-    ticker.scheduleAtFixedRate(() -> {
-      long now = sinceStart.getAsLong();
-      if (now >= end) {
-        return;
-      }
-      for (Map.Entry<Arm, Pacer> e : pacers.entrySet()) {
-        Arm arm = e.getKey();
-        int due = e.getValue().due(now);
-        List<RetryingHttpClient> list = clients.get(arm);
-        int[] n = next.get(arm);
-        for (int k = 0; k < due && !list.isEmpty(); k++) {
-          send(list.get(n[0]), targets.get(arm), stats.get(arm), sinceStart);
-          n[0] = (n[0] + 1) % list.size();
-        }
-      }
-    }, 0, ModelRun.TICK_MILLIS, TimeUnit.MILLISECONDS);
-    // progress in the log, every 5 s: what the last whole second saw per arm
-    ticker.scheduleAtFixedRate(() -> {
-      int s = (int) (sinceStart.getAsLong() / 1000) - 1;
-      if (s < 0 || s >= scenario.totalSeconds()) {
-        return;
-      }
-      StringBuilder b = new StringBuilder("t=" + s);
-      stats.forEach((arm, cs) -> b.append(' ').append(arm.id()).append(" first=").append(cs.table().get(s, "first"))
-          .append(" retries=").append(cs.table().get(s, "retries")).append(" goodput=")
-          .append(cs.table().get(s, "goodput")).append(" failed=").append(cs.table().get(s, "failed")));
-      System.out.println(b);
-    }, 5000, 5000, TimeUnit.MILLISECONDS);
-    Thread.sleep(Math.max(0, epoch[0] + end + 1000 - System.currentTimeMillis()));
-    write(out, stats);
-    System.out.println("DONE");
-    System.out.flush();
-    budgets.forEach(RetryBudget::close);
     redis.values().forEach(RedisBudgetClient::close);
     System.exit(0);
   }
 
-  /**
-   * Opens connections and loads the HTTP code paths before the clock starts: 50 requests at once,
-   * 5 times, answered 503 by a backend that has not started its run (not counted anywhere).
-   */
-  private static void warmUp(HttpClient http, URI target) throws InterruptedException {
-    HttpRequest request = HttpRequest.newBuilder(target).GET().timeout(Duration.ofSeconds(10)).build();
-    for (int round = 0; round < 5; round++) {
-      List<java.util.concurrent.CompletableFuture<?>> all = new ArrayList<>();
-      for (int i = 0; i < 50; i++) {
-        all.add(http.sendAsync(request, HttpResponse.BodyHandlers.discarding()));
-      }
-      try {
-        java.util.concurrent.CompletableFuture.allOf(all.toArray(new java.util.concurrent.CompletableFuture<?>[0]))
-            .get(30, TimeUnit.SECONDS);
-      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-        System.out.println("warm-up request failed: " + e);
-      }
+  /** Reads {@code GO <round> <epochMillis>} from the harness; fails on anything else. */
+  static long awaitGo(BufferedReader in, int round) throws IOException {
+    String go = in.readLine();
+    String[] f = go == null ? new String[0] : go.trim().split(" ");
+    if (f.length != 3 || !f[0].equals("GO") || Integer.parseInt(f[1]) != round) {
+      throw new IllegalStateException("expected GO " + round + " <epochMillis> on stdin, got " + go);
     }
+    return Long.parseLong(f[2]);
   }
 
-  private static void send(RetryingHttpClient client, URI target, CallStats stats, LongSupplier sinceStart) {
-    long started = sinceStart.getAsLong();
-    HttpRequest request = HttpRequest.newBuilder(target).GET().build();
-    client.sendAsync(request, HttpResponse.BodyHandlers.discarding())
-        .whenComplete((r, e) -> stats.ended(started, r != null && r.statusCode() == 200));
-  }
-
-  private static void write(Path out, Map<Arm, CallStats> stats) throws java.io.IOException {
-    try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(out))) {
-      w.println("arm,second," + String.join(",", CallStats.COLUMNS) + ",latencies");
-      for (Map.Entry<Arm, CallStats> e : stats.entrySet()) {
-        PerSecond t = e.getValue().table();
-        for (int s = 0; s < t.seconds(); s++) {
-          StringBuilder b = new StringBuilder(e.getKey().id()).append(',').append(s);
-          for (int c = 0; c < t.columns().size(); c++) {
-            b.append(',').append(t.get(s, c));
-          }
-          b.append(',');
-          int[] l = t.latencies(s);
-          for (int i = 0; i < l.length; i++) {
-            b.append(i == 0 ? "" : " ").append(l[i]);
-          }
-          w.println(b);
+  /**
+   * {@value #WARM_UP_SECONDS} s of the base rate to each unit of the round, through one client per
+   * unit with the run's policy and the unit's kind of budget (under a budget name of its own), on
+   * the run's HTTP clients and timers; then {@code 2 T} for the last calls to end. (Three times the
+   * base rate for half of it, to compile a storm's paths too, left the naive backend's queue full and
+   * its event loop seconds late when the clock started.)
+   */
+  private static void warmUp(Round round, Params params, int jvms, Map<Integer, HttpClient> http,
+      Map<Integer, RedisBudgetClient> redis, RetryScheduler scheduler, ScheduledExecutorService ticker)
+      throws InterruptedException {
+    Map<Round.Unit, RetryingHttpClient> clients = new LinkedHashMap<>();
+    Map<Round.Unit, Pacer> pacers = new LinkedHashMap<>();
+    List<RetryBudget> budgets = new ArrayList<>();
+    Scenario flat = new Scenario("warm-up", WARM_UP_SECONDS, 1, 1.0, 1.0, 1);
+    for (Round.Unit u : round.units()) {
+      RedisBudgetClient rc = redis.get(u.redis());
+      Arm.ClientBudget cb = u.arm().clientBudget("metastable-warm-up", System::currentTimeMillis,
+          () -> rc.budget(Arm.fleetConfig("metastable-warm-up")));
+      RetryingHttpClient.Builder b = RetryingHttpClient.builder(http.get(u.port())).policy(ModelRun.policy(params))
+          .listener(cb.listener()).executor(x -> x.scheduler(scheduler));
+      if (cb.budget() != null) {
+        b.budget(cb.budget());
+        budgets.add(cb.budget());
+      }
+      clients.put(u, b.build());
+      pacers.put(u, new Pacer(flat, params.firstRate() / jvms));
+    }
+    long start = System.currentTimeMillis();
+    long[] failed = new long[1];
+    ScheduledFuture<?> tick = ticker.scheduleAtFixedRate(() -> {
+      long now = System.currentTimeMillis() - start;
+      for (Round.Unit u : round.units()) {
+        URI target = target(u);
+        for (int k = pacers.get(u).due(now); k > 0; k--) {
+          clients.get(u).sendAsync(HttpRequest.newBuilder(target).GET().build(), HttpResponse.BodyHandlers.discarding())
+              .whenComplete((r, e) -> {
+                if (r == null || r.statusCode() != 200) {
+                  synchronized (failed) {
+                    failed[0]++;
+                  }
+                }
+              });
         }
       }
+    }, 0, ModelRun.TICK_MILLIS, TimeUnit.MILLISECONDS);
+    Thread.sleep(WARM_UP_SECONDS * 1000L);
+    tick.cancel(false);
+    Thread.sleep(2L * params.attemptTimeoutMillis());
+    budgets.forEach(RetryBudget::close);
+    synchronized (failed) {
+      System.out.println("warm-up: " + failed[0] + " calls without a 200");
     }
   }
 
-  private static java.util.concurrent.ThreadFactory daemon(String name) {
+  static URI target(Round.Unit u) {
+    return URI.create("http://127.0.0.1:" + u.port() + "/work");
+  }
+
+  static java.util.concurrent.ThreadFactory daemon(String name) {
     return r -> {
       Thread t = new Thread(r, name);
       t.setDaemon(true);

@@ -26,34 +26,29 @@ public final class MetastableExperiment {
     Files.createDirectories(o.out);
     String load = uptime();
     List<ScenarioRun> runs = new ArrayList<>();
-    Map<Arm, RedisServerProcess> redis = new LinkedHashMap<>();
-    try {
-      for (Arm arm : o.arms) {
-        if (!o.model && arm.fleetBudget()) {
-          redis.put(arm, RedisServerProcess.start());
-        }
-      }
+    if (o.model) {
       for (int clients : o.clients) {
         Params p = o.params.withClients(clients);
         for (String id : o.scenarios) {
           Scenario sc = Scenario.byId(id, o.after);
           System.out.printf("%s %s, %s, arms %s%n", Instant.now(), sc.id(), p, o.arms);
-          ScenarioRun r = o.model ? ScenarioRun.model(p, sc, o.arms, o.seed)
-              : RealRun.run(p, sc, o.arms, o.jvms, redis, o.out.resolve("logs"));
-          runs.add(r);
-          System.out.println(Report.table(r));
+          runs.add(ScenarioRun.model(p, sc, o.arms, o.seed));
         }
       }
-    } finally {
-      redis.values().forEach(RedisServerProcess::close);
+    } else {
+      List<Round> rounds = Round.plan(o.clients, o.scenarios, o.arms, o.after, o.together,
+          RedisServerProcess::freePort);
+      System.out.printf("%s %d rounds, %s, arms %s%n", Instant.now(), rounds.size(), o.params, o.arms);
+      runs.addAll(RealRun.run(o.params, rounds, o.arms, o.jvms, o.out.resolve("logs")));
     }
+    runs.forEach(r -> System.out.println(Report.table(r)));
     String loadAfter = uptime();
     Report.csv(o.out.resolve(o.name + ".csv"), runs);
     StringBuilder summary = new StringBuilder("# " + o.name + "\n\n");
     summary.append("Command: `").append(o.command).append("`  \n");
     summary.append("Finished ").append(Instant.now()).append(", ").append(o.model ? "fake-time model" : "real run: "
-        + o.jvms + " client JVMs, a backend JVM" + (redis.isEmpty() ? "" : ", a redis-server per fleet-budget arm"))
-        .append("  \n");
+        + o.jvms + " client JVMs, a backend JVM, a redis-server per fleet-budget arm; at most " + o.together
+        + " units (an arm after a trigger) side by side").append("  \n");
     summary.append("Load before: `").append(load).append("`; after: `").append(loadAfter).append("`  \n");
     summary.append("Parameters: ").append(o.params).append("\n\n");
     int code = 0;
@@ -62,6 +57,18 @@ public final class MetastableExperiment {
       String tag = r.scenario().id() + (o.clients.length > 1 ? "-c" + r.params().clients() : "");
       Report.chart(o.out.resolve(o.name + "-" + tag + ".png"), r, o.model ? "fake-time model" : "real run");
       Map<Arm, ArmSummary> s = r.summaries();
+      if (!o.model) {
+        Pace pace = Pace.of(r);
+        summary.append(pace.describe()).append("\n\n");
+        if (!pace.keptPace()) {
+          String msg = "INCONCLUSIVE: in " + r.scenario().id() + " with " + r.params().clients() + " clients the harness"
+              + " ran late by " + Pace.BOUND_MILLIS + " ms or more in " + pace.lateSeconds() + " unit-seconds: the machine,"
+              + " not the scenario, decided the run (load " + loadAfter + ").";
+          summary.append("**").append(msg).append("**\n\n");
+          System.err.println(msg);
+          code = Math.max(code, 3);
+        }
+      }
       List<Arm> unhealthy = unhealthyBeforeTrigger(r);
       if (!unhealthy.isEmpty()) {
         String msg = "INCONCLUSIVE: in " + r.scenario().id() + " with " + r.params().clients() + " clients " + unhealthy
@@ -128,6 +135,7 @@ public final class MetastableExperiment {
     List<String> scenarios = List.of("capacity", "spike");
     int[] clients = {300};
     int jvms = 3;
+    int together = 4;
     int after = 65;
     long seed = 42;
     boolean model;
@@ -158,6 +166,7 @@ public final class MetastableExperiment {
           case "--scenarios" -> o.scenarios = Arrays.stream(v.split(",")).map(String::trim).toList();
           case "--clients" -> o.clients = Arrays.stream(v.split(",")).mapToInt(x -> Integer.parseInt(x.trim())).toArray();
           case "--jvms" -> o.jvms = Integer.parseInt(v);
+          case "--together" -> o.together = Integer.parseInt(v);
           case "--after-seconds" -> o.after = Integer.parseInt(v);
           case "--seed" -> o.seed = Long.parseLong(v);
           case "--out" -> o.out = Path.of(v);
@@ -172,6 +181,9 @@ public final class MetastableExperiment {
       }
       if (o.jvms < 3 && !o.model) {
         throw new IllegalArgumentException("jvms must be at least 3, was " + o.jvms);
+      }
+      if (o.together < 1) {
+        throw new IllegalArgumentException("together must be at least 1, was " + o.together);
       }
       if (o.after < Scenario.RECOVERY_LIMIT_SECONDS + Scenario.RECOVERED_SECONDS) {
         throw new IllegalArgumentException("after-seconds must be at least 65 to tell whether a recovery starts within"

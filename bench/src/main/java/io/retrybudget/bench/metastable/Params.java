@@ -34,7 +34,7 @@ record Params(int workers, int serviceMillis, int queueLimit, int attemptTimeout
 
   /** The tuned defaults (bench/metastable/README.md says why each value). */
   static Params defaults() {
-    return new Params(30, 100, 280, 1000, 0.7, 300, 3, 50, 1000);
+    return new Params(30, 100, 320, 1000, 0.7, 300, 3, 50, 1000);
   }
 
   private static void check(String name, int value, int min, int max) {

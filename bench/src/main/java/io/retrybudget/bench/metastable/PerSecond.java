@@ -71,12 +71,17 @@ final class PerSecond {
     return l;
   }
 
-  /** Adds another table of the same shape into this one (the fleet's JVMs into one). */
+  /**
+   * Adds another table of the same shape into this one (the fleet's JVMs into one): counts add up,
+   * a column whose name ends in {@code _max} keeps the larger value.
+   */
   synchronized void addAll(PerSecond other) {
     for (int s = 0; s < Math.min(seconds(), other.seconds()); s++) {
       for (int c = 0; c < columns.size(); c++) {
         int o = other.columns.indexOf(columns.get(c));
-        if (o >= 0) {
+        if (o >= 0 && columns.get(c).endsWith("_max")) {
+          counts[s][c] = Math.max(counts[s][c], other.get(s, o));
+        } else if (o >= 0) {
           counts[s][c] += other.get(s, o);
         }
       }

@@ -13,7 +13,7 @@ import java.util.Map;
 /** Writes a run's per-second CSV, its summary table and one chart per scenario. */
 final class Report {
   static final String CSV_HEADER = "scenario,clients,arm,second,first,retries,goodput,failed,denied,arrived,processed,"
-      + "wasted,refused,queue_max,p50_ms,p99_ms,redis_calls";
+      + "wasted,refused,queue_max,p50_ms,p99_ms,redis_calls,backend_lag_ms,tick_lag_ms,timer_lag_ms,answer_lag_ms";
 
   private Report() {}
 
@@ -26,11 +26,12 @@ final class Report {
           PerSecond s = r.server().get(arm);
           for (int t = 0; t < c.seconds(); t++) {
             int[] l = c.latencies(t);
-            w.printf(Locale.ROOT, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d%n", r.scenario().id(),
+            w.printf(Locale.ROOT, "%s,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d%n", r.scenario().id(),
                 r.params().clients(), arm.id(), t, c.get(t, "first"), c.get(t, "retries"), c.get(t, "goodput"),
                 c.get(t, "failed"), c.get(t, "denied"), s.get(t, "arrived"), s.get(t, "processed"), s.get(t, "wasted"),
                 s.get(t, "refused"), s.get(t, "queue_max"), PerSecond.quantile(l, 0.5), PerSecond.quantile(l, 0.99),
-                r.redisCalls().containsKey(arm) ? r.redisCalls().get(arm)[t] : 0);
+                r.redisCalls().containsKey(arm) ? r.redisCalls().get(arm)[t] : 0, s.get(t, "lag_max"),
+                c.get(t, "tick_lag_max"), c.get(t, "timer_lag_max"), c.get(t, "answer_lag_max"));
           }
         }
       }
