@@ -9,6 +9,7 @@ import io.retrybudget.coordinator.budgets.BudgetsFile;
 import io.retrybudget.coordinator.budgets.BudgetService;
 import io.retrybudget.coordinator.budgets.IndexBackfill;
 import io.retrybudget.coordinator.budgets.ConfigUpdate;
+import io.retrybudget.coordinator.relay.RelayServer;
 import io.retrybudget.coordinator.status.StatusPage;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.config.MeterFilter;
@@ -77,14 +78,16 @@ public final class Coordinator implements AutoCloseable {
   private final ConnectionGuard guard;
   private final IndexBackfill backfill;
   private final Management management;
+  private final RelayServer relay;
 
   /** The management listener's own Vert.x, verticle and guard; null when health shares the API port. */
   private record Management(Vertx vertx, ManagementVerticle verticle, ConnectionGuard guard) {}
 
   private Coordinator(CoordinatorConfig config, LocalRedis localRedis, RedisBudgetStore store, Vertx vertx,
       CoordinatorVerticle verticle, String deploymentId, ConnectionGuard guard, IndexBackfill backfill,
-      Management management) {
+      Management management, RelayServer relay) {
     this.config = config;
+    this.relay = relay;
     this.backfill = backfill;
     this.guard = guard;
     this.management = management;
@@ -107,9 +110,7 @@ public final class Coordinator implements AutoCloseable {
     try {
       RedisConnectionOptions redis;
       if (config.hasRedis()) {
-        redis = config.redisUrl() != null
-            ? RedisConnectionOptions.standalone(config.redisUrl()).commandTimeout(config.redisTimeout()).build()
-            : RedisConnectionOptions.cluster(config.clusterNodes()).commandTimeout(config.redisTimeout()).build();
+        redis = config.redisOptions();
       } else {
         local = LocalRedis.start();
         LOG.info("no REDIS_URL or REDIS_CLUSTER_NODES: started a local Redis (" + local.binary() + ") at "
@@ -176,7 +177,9 @@ public final class Coordinator implements AutoCloseable {
       }
       // budgets configured before the index of names existed: listed in the background, paced
       IndexBackfill backfill = IndexBackfill.start(vertx, new BudgetScripts(store), store);
-      return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill, management);
+      // last: relay clients are served only by a coordinator that has started whole
+      RelayServer relay = config.relay() == null ? null : startRelay(config.relay(), redis);
+      return new Coordinator(config, local, store, vertx, verticle, id, guard, backfill, management, relay);
     } catch (Exception | Error e) {
       if (managementVertx != null) {
         managementVertx.close();
@@ -189,6 +192,21 @@ public final class Coordinator implements AutoCloseable {
       }
       if (local != null) {
         local.close();
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Starts the relay of {@code listener} on a Vert.x and Redis connection of its own
+   * ({@link RelayServer}); a taken port is a {@link PortInUseException} naming COORDINATOR_RELAY_PORT.
+   */
+  public static RelayServer startRelay(RelayListener listener, RedisConnectionOptions redis) throws Exception {
+    try {
+      return RelayServer.start(redis, listener.options());
+    } catch (Exception e) {
+      if (causedBy(e, BindException.class)) {
+        throw new PortInUseException(listener.port(), "COORDINATOR_RELAY_PORT");
       }
       throw e;
     }
@@ -293,8 +311,21 @@ public final class Coordinator implements AutoCloseable {
     return backfill;
   }
 
+  /** The relay's port, or -1 when it is off (COORDINATOR_RELAY_PORT unset). */
+  public int relayPort() {
+    return relay == null ? -1 : relay.port();
+  }
+
+  /** The relay's id towards Redis, or null when it is off. */
+  public String relayClientId() {
+    return relay == null ? null : relay.clientId();
+  }
+
   @Override
   public void close() {
+    if (relay != null) {
+      relay.close(); // first: its clients move to another relay while the API drains
+    }
     backfill.stop();
     try {
       await(vertx.undeploy(deploymentId));

@@ -43,6 +43,9 @@ import java.util.regex.Pattern;
  *     (default 10000), so a stuck API loop still fails the probe
  * @param redisTimeoutMillis COORDINATOR_REDIS_TIMEOUT_MS: the most a Redis command is waited for
  *     before the request it serves is answered 503 (default 1000; raise it for a Redis far away)
+ * @param relay the relay's listener ({@link RelayListener}: COORDINATOR_RELAY_PORT and its
+ *     neighbours), or null when it is off
+ * @param relayOnly COORDINATOR_MODE=relay: the relay alone, no HTTP API and no management listener
  * @param warnings what the operator should hear about at start (a trimmed token)
  */
 public record CoordinatorConfig(
@@ -60,6 +63,8 @@ public record CoordinatorConfig(
     int managementMaxConnections,
     int livenessStallMillis,
     int redisTimeoutMillis,
+    RelayListener relay,
+    boolean relayOnly,
     List<String> warnings) {
 
   public static final int DEFAULT_PORT = 8080;
@@ -76,7 +81,8 @@ public record CoordinatorConfig(
       "COORDINATOR_BODY_TIMEOUT_MS", "COORDINATOR_IDLE_TIMEOUT_MS", "COORDINATOR_PROBE_RESERVE",
       "COORDINATOR_METRICS_CACHE_MS", "COORDINATOR_MAX_CONNECTIONS_PER_IP", "COORDINATOR_MANAGEMENT_PORT",
       "COORDINATOR_MANAGEMENT_MAX_CONNECTIONS", "COORDINATOR_LIVENESS_STALL_MS",
-      "COORDINATOR_REDIS_TIMEOUT_MS");
+      "COORDINATOR_REDIS_TIMEOUT_MS", "COORDINATOR_MODE", "COORDINATOR_RELAY_PORT", "COORDINATOR_RELAY_HOST",
+      "COORDINATOR_RELAY_MAX_CONNECTIONS", "COORDINATOR_RELAY_PASSWORD");
   public static final int DEFAULT_MAX_BUDGETS = 1000;
   /** Shorter tokens are accepted with a warning at start. */
   public static final int MIN_TOKEN_LENGTH = 16;
@@ -150,9 +156,12 @@ public record CoordinatorConfig(
     if (auto != null && !auto.trim().equals("true") && !auto.trim().equals("false")) {
       throw new IllegalArgumentException("COORDINATOR_AUTO_CREATE must be true or false, was '" + auto + "'");
     }
+    boolean relayOnly = RelayListener.relayOnly(env);
+    RelayListener relay = RelayListener.fromEnvironment(env, relayOnly, redisUrl != null || !clusterNodes.isEmpty(),
+        redisTimeout, warnings);
     return new CoordinatorConfig(redisUrl, clusterNodes, port, token, generated, file == null ? null : Path.of(file),
         maxBudgets, fileCheck, auto != null && auto.trim().equals("true"), http, managementPort, managementMax, stall,
-        redisTimeout, List.copyOf(warnings));
+        redisTimeout, relay, relayOnly, List.copyOf(warnings));
   }
 
   /** {@link #redisTimeoutMillis()} as a duration. */
@@ -210,7 +219,21 @@ public record CoordinatorConfig(
     return uri;
   }
 
-  private static int intVar(Map<String, String> env, String name, int defaultValue, int min, int max) {
+  static boolean isHost(String host) {
+    return HOST.matcher(host).matches();
+  }
+
+  /**
+   * How the coordinator connects to Redis: REDIS_URL or REDIS_CLUSTER_NODES with
+   * COORDINATOR_REDIS_TIMEOUT_MS; only when {@link #hasRedis()}.
+   */
+  public io.retrybudget.budget.redis.transport.RedisConnectionOptions redisOptions() {
+    return redisUrl != null
+        ? io.retrybudget.budget.redis.transport.RedisConnectionOptions.standalone(redisUrl).commandTimeout(redisTimeout()).build()
+        : io.retrybudget.budget.redis.transport.RedisConnectionOptions.cluster(clusterNodes).commandTimeout(redisTimeout()).build();
+  }
+
+  static int intVar(Map<String, String> env, String name, int defaultValue, int min, int max) {
     String raw = blankToNull(env.get(name));
     if (raw == null) {
       return defaultValue;

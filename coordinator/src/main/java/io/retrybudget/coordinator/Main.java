@@ -1,6 +1,7 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.coordinator.api.RedisErrors;
+import io.retrybudget.coordinator.relay.RelayServer;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Logger;
 
@@ -21,6 +22,10 @@ public final class Main {
       return;
     }
     config.warnings().forEach(LOG::warning);
+    if (config.relayOnly()) {
+      runRelayOnly(config);
+      return;
+    }
     Coordinator coordinator;
     try {
       coordinator = Coordinator.start(config);
@@ -33,6 +38,10 @@ public final class Main {
     LOG.info("coordinator listening on port " + coordinator.port() + (config.hasManagementListener()
         ? ", health and metrics also on management port " + coordinator.managementPort()
         : " (health and metrics there too: no management port)") + ", Redis: " + config.describeRedis());
+    if (config.relay() != null) {
+      LOG.info("relay listening on " + config.relay().host() + ":" + coordinator.relayPort() + ", calling Redis as "
+          + coordinator.relayClientId());
+    }
     if (config.tokenGenerated()) {
       // shown once so the operator can write; set COORDINATOR_TOKEN to choose it
       System.out.println("COORDINATOR_TOKEN was not set; writes need: Authorization: Bearer " + config.token());
@@ -45,6 +54,28 @@ public final class Main {
       System.out.println("stopped");
       stopped.countDown();
     }, "coordinator-shutdown"));
+    stopped.await();
+  }
+
+  /** COORDINATOR_MODE=relay: the relay alone, on the shared Redis; SIGTERM closes it. */
+  private static void runRelayOnly(CoordinatorConfig config) throws InterruptedException {
+    RelayServer relay;
+    try {
+      relay = Coordinator.startRelay(config.relay(), config.redisOptions());
+    } catch (Exception e) {
+      System.err.println("relay did not start: " + startFailure(e, config));
+      System.exit(1);
+      return;
+    }
+    LOG.info("relay listening on " + config.relay().host() + ":" + relay.port() + " (relay only: no HTTP API), "
+        + "calling Redis " + config.describeRedis() + " as " + relay.clientId());
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      System.out.println("shutting down: closing the relay listener, then Redis");
+      relay.close();
+      System.out.println("stopped");
+      stopped.countDown();
+    }, "relay-shutdown"));
     stopped.await();
   }
 
