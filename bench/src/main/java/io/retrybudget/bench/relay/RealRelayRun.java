@@ -108,9 +108,16 @@ final class RealRelayRun {
       } else {
         targets.add(redis.uri());
       }
+      // Lettuce logs every command it refuses at 4,096 in flight with a stack trace, on the connection's
+      // event loop: a client JVM of 5,000 budgets that falls behind then reads its replies slower still
+      // (all its budgets stayed degraded, seen at load 15-20). Its protocol logger is kept to SEVERE.
+      Path logging = work.resolve("client-logging.properties");
+      Files.writeString(logging, "handlers=java.util.logging.ConsoleHandler\n.level=INFO\n"
+          + "io.lettuce.core.protocol.level=SEVERE\n");
       for (int j = 0; j < o.jvms(); j++) {
         clients.add(ChildProcess.jvm("client-" + j, work.resolve("client-" + j + ".log"),
-            List.of("-Xms256m", "-Xmx" + o.clientHeap(), "-XX:+UseSerialGC", "-Djava.awt.headless=true"),
+            List.of("-Xms256m", "-Xmx" + o.clientHeap(), "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+                "-Djava.util.logging.config.file=" + logging.toAbsolutePath()),
             RelayClientMain.class, List.of(work.resolve("client-" + j).toString(), targets.get(j % targets.size()),
                 Integer.toString(o.clientsOf(j)), Integer.toString(o.warmupSeconds()), Integer.toString(o.healthySeconds()),
                 Integer.toString(o.outageSeconds()), Integer.toString(o.afterSeconds()),
@@ -144,8 +151,7 @@ final class RealRelayRun {
 
   private ChildProcess startRelay(int r, int port, RedisServerProcess redis, Path work) throws Exception {
     Map<String, String> env = Map.of("REDIS_URL", redis.uri(), "COORDINATOR_MODE", "relay",
-        "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1",
-        "COORDINATOR_PORT", "0", "COORDINATOR_MANAGEMENT_PORT", "0");
+        "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1");
     ChildProcess relay = new ChildProcess("relay-" + r, work.resolve("relay-" + r + ".log"),
         List.of(ChildProcess.java(), "-Xms64m", "-Xmx" + o.relayHeap(), "-XX:+UseSerialGC", "-jar",
             o.coordinatorJar().toString()), env);

@@ -169,6 +169,7 @@ public final class RelayClientMain {
     ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(daemon("ticker"));
     ticker.scheduleAtFixedRate(this::tick, 0, TICK_MICROS, TimeUnit.MICROSECONDS);
     // once a second of the record, on this thread: calls sent, budgets degraded, CPU
+    LockSupport.parkNanos(warmStartNanos + TimeUnit.MILLISECONDS.toNanos(warmupMs) - System.nanoTime());
     long prevCalls = callsSent();
     long prevCpu = cpuNanos();
     for (int s = 0; s < seconds; s++) {

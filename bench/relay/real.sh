@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The relay tier on real processes (bench/README.md, "Relay tier, real processes"): one redis-server,
+# relay processes started from the coordinator's shaded jar as an operator runs it
+# (COORDINATOR_MODE=relay), client JVMs of the SDK's RedisBudgetClient; clients calling Redis directly
+# against clients through the relays, one budget, a 30 s outage.
+# Usage: bash bench/relay/real.sh [RealRelayStorm options], e.g. --clients 2000 --relays 2 --jvms 2
+# Builds in the reactor (never mvn install).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+./mvnw -B -o -q -pl coordinator -am package -DskipTests
+./mvnw -B -o -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
+# the shaded jar: the largest jar the coordinator's build made
+JAR=$(ls -S coordinator/target/*.jar | head -1)
+exec java -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true -cp "bench/target/classes:$(cat bench/target/cp.txt)" \
+  io.retrybudget.bench.relay.RealRelayStorm --coordinator-jar "$JAR" --out-dir bench/results/relay "$@"
