@@ -11,5 +11,9 @@ cd "$(dirname "$0")/../.."
 ./mvnw -B -o -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
 # the shaded jar: the largest jar the coordinator's build made
 JAR=$(ls -S coordinator/target/*.jar | head -1)
-exec java -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true -cp "bench/target/classes:$(cat bench/target/cp.txt)" \
+CP="bench/target/classes:$(cat bench/target/cp.txt)"
+java -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true -cp "$CP" \
   io.retrybudget.bench.relay.RealRelayStorm --coordinator-jar "$JAR" --out-dir bench/results/relay "$@"
+# the cost curve: the virtual-time runs (relay27, relay27-1m) and the real run (relay27-real) side by side
+java -Djava.awt.headless=true -cp "$CP" io.retrybudget.bench.relay.CostCurveChart bench/results/relay relay27 \
+  relay27-1m relay27-real bench/results/relay/relay27-cost-curve.png
