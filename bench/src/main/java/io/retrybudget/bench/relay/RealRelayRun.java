@@ -278,29 +278,37 @@ final class RealRelayRun {
     }
   }
 
-  /**
-   * How far Redis's count lagged at each read: the read's time less the time by which the fleet had
-   * made as many first attempts as Redis had counted (10 ms steps); 0 when Redis had counted them all.
-   */
   private void computeLag() {
     mergeMade();
     for (int s = 0; s < seconds; s++) {
-      int at = (int) Math.min(madeBy10Ms.length - 1, Math.floor(sampleAtMs[s] / 10));
-      if (at < 0 || madeBy10Ms[at] <= countedAt[s]) {
-        lagSeconds[s] = 0;
-        continue;
-      }
-      int lo = 0;
-      int hi = at;
-      while (lo < hi) {
-        int mid = (lo + hi) >>> 1;
-        if (madeBy10Ms[mid] >= countedAt[s]) {
-          hi = mid;
-        } else {
-          lo = mid + 1;
-        }
-      }
-      lagSeconds[s] = Math.max(0, (sampleAtMs[s] - lo * 10.0) / 1000.0);
+      lagSeconds[s] = lagSeconds(madeBy10Ms, sampleAtMs[s], countedAt[s]);
     }
+  }
+
+  /**
+   * How far Redis's count lagged at a read {@code atMs} after the warm start, when it had counted
+   * {@code counted} first attempts and the fleet had made {@code madeBy10Ms[i]} by {@code 10 i} ms: the
+   * read's time less the time by which the fleet had made as many as Redis counted (in steps of 10 ms);
+   * 0 when Redis had counted all made by then.
+   */
+  static double lagSeconds(long[] madeBy10Ms, double atMs, long counted) {
+    if (madeBy10Ms.length == 0) {
+      return 0;
+    }
+    int at = (int) Math.min(madeBy10Ms.length - 1, Math.floor(atMs / 10));
+    if (at < 0 || madeBy10Ms[at] <= counted) {
+      return 0;
+    }
+    int lo = 0;
+    int hi = at;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (madeBy10Ms[mid] >= counted) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return Math.max(0, (atMs - lo * 10.0) / 1000.0);
   }
 }
