@@ -17,6 +17,7 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
     double ratioMeanAfterFloor, double callsHealthy, double callsStorm, long callsMax, double lagMedian, double lagMax,
     long decisions, long p50Micros, long p99Micros, double fallbackShare, long errors, double clientCallsPerSecond,
     double relayMicrosPerAnswer, double relayCpuShare, double redisMicrosPerCall, double clientCpuPerSecondMs,
+    double processesCpuPerSecondMs,
     double paceMin, double paceMax, long lateMaxMs, long degradedMax, String loadBefore, String loadAfter) {
 
   /** Every second's first attempts issued within this share of those scheduled: the harness kept pace. */
@@ -68,7 +69,9 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
         relay && clientCalls > 0 ? relayCpu * 1000.0 / clientCalls : 0,
         relay ? relayCpu / (seconds * 1000.0 * o.relays()) : 0,
         redisCalls == 0 ? 0 : Arrays.stream(r.redisCpuMs).sum() * 1000.0 / redisCalls,
-        Arrays.stream(r.clientCpuMs).sum() / (double) seconds, paceMin, paceMax,
+        Arrays.stream(r.clientCpuMs).sum() / (double) seconds,
+        (Arrays.stream(r.clientCpuMs).sum() + relayCpu + Arrays.stream(r.redisCpuMs).sum()) / (double) seconds,
+        paceMin, paceMax,
         Arrays.stream(r.lateMaxMs).max().orElse(0), Arrays.stream(r.degraded).max().orElse(0), r.loadBefore,
         r.loadAfter);
   }
@@ -120,16 +123,17 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
 
   static String costHeader() {
     return "| design | decisions in the outage (fallback share, errors) | calls/s to Redis or relays | relay CPU per answer "
-        + "| relay CPU (share of a core, each) | Redis CPU per script call | client JVMs' CPU ms/s | most budgets degraded | load before / after |\n"
-        + "|---|---|---:|---|---|---|---:|---:|---|";
+        + "| relay CPU (share of a core, each) | Redis CPU per script call | client JVMs' CPU ms/s | all its processes' CPU ms/s "
+        + "(of " + Runtime.getRuntime().availableProcessors() * 1000 + ") | most budgets degraded | load before / after |\n"
+        + "|---|---|---:|---|---|---|---:|---:|---:|---|";
   }
 
   String costRow() {
-    return String.format(Locale.ROOT, "| %s | %,d (%.3f, %d) | %,.0f | %s | %s | %.1f µs | %,.0f | %d | %s / %s |", label(),
+    return String.format(Locale.ROOT, "| %s | %,d (%.3f, %d) | %,.0f | %s | %s | %.1f µs | %,.0f | %,.0f | %d | %s / %s |", label(),
         decisions, fallbackShare, errors, clientCallsPerSecond,
         relays == 0 ? "-" : String.format(Locale.ROOT, "%.1f µs", relayMicrosPerAnswer),
         relays == 0 ? "-" : String.format(Locale.ROOT, "%.2f", relayCpuShare), redisMicrosPerCall, clientCpuPerSecondMs,
-        degradedMax, loadBefore, loadAfter);
+        processesCpuPerSecondMs, degradedMax, loadBefore, loadAfter);
   }
 
   /** One row a recorded second: what the clients did, what Redis and the relays did. */
