@@ -149,26 +149,36 @@ final class RealRelayRun {
     return this;
   }
 
+  /**
+   * Starts relay {@code r} and waits until it answers PING. A relay that exits first is started again,
+   * twice at most: at load 30 its start-up check of Redis (1 s) can time out.
+   */
   private ChildProcess startRelay(int r, int port, RedisServerProcess redis, Path work) throws Exception {
     Map<String, String> env = Map.of("REDIS_URL", redis.uri(), "COORDINATOR_MODE", "relay",
         "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1");
-    ChildProcess relay = new ChildProcess("relay-" + r, work.resolve("relay-" + r + ".log"),
-        List.of(ChildProcess.java(), "-Xms64m", "-Xmx" + o.relayHeap(), "-XX:+UseSerialGC", "-jar",
-            o.coordinatorJar().toString()), env);
-    long until = System.currentTimeMillis() + 60_000;
-    while (true) {
-      try (RespClient c = new RespClient("127.0.0.1", port, 500)) {
-        if ("PONG".equals(c.call("PING"))) {
-          return relay;
+    for (int attempt = 1; ; attempt++) {
+      Path log = work.resolve("relay-" + r + (attempt == 1 ? "" : "-start" + attempt) + ".log");
+      ChildProcess relay = new ChildProcess("relay-" + r, log, List.of(ChildProcess.java(), "-Xms64m",
+          "-Xmx" + o.relayHeap(), "-XX:+UseSerialGC", "-jar", o.coordinatorJar().toString()), env);
+      long until = System.currentTimeMillis() + 60_000;
+      while (true) {
+        try (RespClient c = new RespClient("127.0.0.1", port, 500)) {
+          if ("PONG".equals(c.call("PING"))) {
+            return relay;
+          }
+        } catch (IOException e) {
+          if (System.currentTimeMillis() > until || (!relay.alive() && attempt == 3)) {
+            relay.close();
+            throw new IllegalStateException("relay " + r + " did not answer PING on port " + port + " (see " + log
+                + "): " + e);
+          }
+          if (!relay.alive()) {
+            System.out.println("  relay " + r + " exited at start (see " + log + "): starting it again");
+            break;
+          }
         }
-      } catch (IOException e) {
-        if (!relay.alive() || System.currentTimeMillis() > until) {
-          relay.close();
-          throw new IllegalStateException("relay " + r + " did not answer PING on port " + port + " (see "
-              + work.resolve("relay-" + r + ".log") + "): " + e);
-        }
+        Thread.sleep(100);
       }
-      Thread.sleep(100);
     }
   }
 

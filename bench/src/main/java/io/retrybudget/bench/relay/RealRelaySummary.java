@@ -96,6 +96,11 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
     return p99Micros <= 1_000;
   }
 
+  /** At most 1 % of the outage's decisions came from the SDK's fallback: the figures are the tier's. */
+  boolean decidedByTheTier() {
+    return fallbackShare <= 0.01;
+  }
+
   boolean keptPace() {
     return paceMin >= 1 - PACE_TOLERANCE && paceMax <= 1 + PACE_TOLERANCE;
   }
@@ -113,7 +118,8 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
   String row() {
     String targets = (ratioInBand() ? "ratio ok" : "RATIO OUT") + ", " + (meanInBand() ? "mean ok" : "MEAN OUT") + ", "
         + (callsUnderCeiling() ? "calls ok" : "CALLS OVER") + ", " + (lagUnderASecond() ? "lag ok" : "LAG OVER") + ", "
-        + (p99UnderAMillisecond() ? "p99 ok" : "P99 OVER");
+        + (p99UnderAMillisecond() ? "p99 ok" : "P99 OVER")
+        + (decidedByTheTier() ? "" : String.format(Locale.ROOT, ", FALLBACK decided %.0f %%", fallbackShare * 100));
     String pace = String.format(Locale.ROOT, "%s (issued %.3f-%.3f of scheduled, a send late by %d ms at most)",
         keptPace() ? "yes" : "NO", paceMin, paceMax, lateMaxMs);
     return String.format(Locale.ROOT, "| %,d | %s | %.3f-%.3f | %.4f (%.4f) | %,.0f | %,.0f (%,d) | %.2f (%.2f) | %.3f / %.3f | %s | %s |",
