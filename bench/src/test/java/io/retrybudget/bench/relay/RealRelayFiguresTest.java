@@ -58,4 +58,45 @@ class RealRelayFiguresTest {
     assertEquals(1.5, RealRelayRun.lagSeconds(made, 1_500, 0), 1e-9);
     assertEquals(0.0, RealRelayRun.lagSeconds(new long[0], 1_500, 0));
   }
+
+  @Test
+  void theSummaryJudgesEveryTargetFromTheSeconds() {
+    RealRelayOptions o = RealRelayOptions.parse(new String[] {"--clients", "1000", "--designs", "direct",
+        "--healthy", "2", "--outage", "3", "--after", "1"});
+    RealRelayRun r = new RealRelayRun(o, "direct");
+    for (int s = 0; s < 6; s++) {
+      r.scheduled[s] = 2_000;
+      r.issued[s] = 2_000;
+      r.redisCalls[s] = 1_000 + s;
+      r.lagSeconds[s] = 0.1 * s;
+    }
+    r.issued[5] = 1_900; // the harness fell 5 % behind in the last second
+    long[] grants = {200, 300, 280};
+    for (int s = 2; s < 5; s++) {
+      r.grants[s] = grants[s - 2];
+      r.denied[s] = 1_000;
+      r.latency[s].record(5);
+      r.latency[s].record(5);
+    }
+    r.latency[4].record(3_000);
+    r.fallback[4] = 30;
+    RealRelaySummary sum = RealRelaySummary.of(r);
+    assertEquals(0.10, sum.ratioMin(), 1e-9);
+    assertEquals(0.15, sum.ratioMax(), 1e-9);
+    assertEquals(0.13, sum.ratioMean(), 1e-9);
+    assertEquals(0.13 - 10 / 2_000.0, sum.ratioMeanAfterFloor(), 1e-9);
+    assertEquals(1_000.5, sum.callsHealthy(), 1e-9);
+    assertEquals(1_005, sum.callsMax());
+    assertEquals(0.5, sum.lagMax(), 1e-9);
+    assertEquals(7, sum.decisions());
+    assertEquals(5, sum.p50Micros());
+    assertEquals(3_099, sum.p99Micros());
+    assertEquals(false, sum.p99UnderAMillisecond());
+    assertEquals(false, sum.meanInBand(), "0.125 after the floor");
+    assertEquals(0.95, sum.paceMin(), 1e-9);
+    assertEquals(false, sum.keptPace());
+    assertEquals(30 / 3_780.0, sum.fallbackShare(), 1e-9);
+    assertEquals(true, sum.decidedByTheTier());
+    assertEquals(true, sum.row().contains("P99 OVER") && sum.row().contains("| NO (issued 0.950-1.000"), sum.row());
+  }
 }
