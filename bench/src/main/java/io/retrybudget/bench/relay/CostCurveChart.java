@@ -20,13 +20,14 @@ import javax.imageio.ImageIO;
  * the fleet's size, clients calling Redis directly against clients through relays, from the
  * virtual-time runs' per-second files, with the real-process run's points beside them. A PNG drawn
  * with java.awt (headless), in the style of the other bench charts. Arguments: {@code <results dir>
- * <virtual name> <10^6 name> <real name> <out.png>}, e.g. {@code bench/results/relay relay27 relay27-1m
- * relay27-real bench/results/relay/relay27-cost-curve.png}; a file that is missing leaves its point out.
+ * <virtual runs' names, comma-separated> <real name> <out.png>}, e.g. {@code bench/results/relay
+ * relay27,relay27-1m relay27-real bench/results/relay/relay27-cost-curve.png}: every
+ * {@code <name>-<clients>-<direct|relay>.csv} of the virtual runs is a point; a real run's file that is
+ * missing leaves its point out.
  */
 public final class CostCurveChart {
   private static final Color DIRECT = new Color(0xd62728);
   private static final Color RELAY = new Color(0x1f77b4);
-  private static final int[] SIZES = {1_000, 10_000, 100_000, 1_000_000};
 
   /** One design at one fleet size: calls a second (healthy mean, most in a second), lag s (median, max). */
   record Point(int clients, double calls, double callsMax, double lagMedian, double lagMax) {}
@@ -35,22 +36,29 @@ public final class CostCurveChart {
 
   public static void main(String[] args) throws IOException {
     Path dir = Path.of(args[0]);
-    String virtual = args[1];
-    String million = args[2];
-    String real = args[3];
     List<Point> direct = new ArrayList<>();
     List<Point> relay = new ArrayList<>();
-    for (int n : SIZES) {
-      add(direct, n, dir.resolve(virtual + "-" + n + "-direct.csv"), 5);
-      add(relay, n, dir.resolve(virtual + "-" + n + "-relay.csv"), 5);
-      add(relay, n, dir.resolve(million + "-" + n + "-relay.csv"), 5);
+    for (String name : args[1].split(",")) {
+      java.util.regex.Pattern file = java.util.regex.Pattern.compile(
+          java.util.regex.Pattern.quote(name) + "-([0-9]+)-(direct|relay)\\.csv");
+      try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+        for (Path f : files.sorted().toList()) {
+          java.util.regex.Matcher m = file.matcher(f.getFileName().toString());
+          if (m.matches()) {
+            add(m.group(2).equals("direct") ? direct : relay, Integer.parseInt(m.group(1)), f, 5);
+          }
+        }
+      }
     }
+    direct.sort(java.util.Comparator.comparingInt(Point::clients));
+    relay.sort(java.util.Comparator.comparingInt(Point::clients));
+    String real = args[2];
     List<Point> realDirect = new ArrayList<>();
     List<Point> realRelay = new ArrayList<>();
     int realClients = realClients(dir.resolve(real + "-summary.md"));
     add(realDirect, realClients, dir.resolve(real + "-direct.csv"), 10);
     add(realRelay, realClients, dir.resolve(real + "-relay.csv"), 10);
-    write(Path.of(args[4]), direct, relay, realDirect, realRelay);
+    write(Path.of(args[3]), direct, relay, realDirect, realRelay);
   }
 
   /** The point of a per-second file (columns redis_calls and lag_s), its first {@code healthy} seconds healthy. */
