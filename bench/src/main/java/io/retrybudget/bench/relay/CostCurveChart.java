@@ -20,7 +20,7 @@ import javax.imageio.ImageIO;
  * the fleet's size, clients calling Redis directly against clients through relays, from the
  * virtual-time runs' per-second files, with the real-process run's points beside them. A PNG drawn
  * with java.awt (headless), in the style of the other bench charts. Arguments: {@code <results dir>
- * <virtual runs' names, comma-separated> <real name> <out.png>}, e.g. {@code bench/results/relay
+ * <virtual runs' names, comma-separated> <real runs' names, comma-separated> <out.png>}, e.g. {@code bench/results/relay
  * relay27,relay27-1m relay27-real bench/results/relay/relay27-cost-curve.png}: every
  * {@code <name>-<clients>-<direct|relay>.csv} of the virtual runs is a point; a real run's file that is
  * missing leaves its point out.
@@ -52,12 +52,13 @@ public final class CostCurveChart {
     }
     direct.sort(java.util.Comparator.comparingInt(Point::clients));
     relay.sort(java.util.Comparator.comparingInt(Point::clients));
-    String real = args[2];
     List<Point> realDirect = new ArrayList<>();
     List<Point> realRelay = new ArrayList<>();
-    int realClients = realClients(dir.resolve(real + "-summary.md"));
-    add(realDirect, realClients, dir.resolve(real + "-direct.csv"), 10);
-    add(realRelay, realClients, dir.resolve(real + "-relay.csv"), 10);
+    for (String real : args[2].split(",")) {
+      int realClients = realClients(dir.resolve(real + "-summary.md"));
+      add(realDirect, realClients, dir.resolve(real + "-direct.csv"), 10);
+      add(realRelay, realClients, dir.resolve(real + "-relay.csv"), 10);
+    }
     write(Path.of(args[3]), direct, relay, realDirect, realRelay);
   }
 
@@ -156,8 +157,8 @@ public final class CostCurveChart {
     }
     g.setStroke(new BasicStroke(1.5f));
     g.drawOval(90, y + 18, 10, 10);
-    g.drawString("circles: the real-process run (20,000 clients; lag: its max); virtual time elsewhere. Direct calls at 10^6 "
-        + "were not run (10^5's cost x 10).", 108, y + 28);
+    g.drawString("circles: real processes on 2 cores, 2,000 / 6,000 / 20,000 clients (lag: max; at 20,000 the relays' "
+        + "clients ran on their fallback); dots: virtual time", 108, y + 28);
   }
 
   private static BasicStroke dash() {
@@ -233,7 +234,11 @@ public final class CostCurveChart {
       g.setColor(c);
       g.setStroke(new BasicStroke(2.5f));
       for (Point p : points) {
-        g.drawOval(x(p.clients()) - 8, y(value.applyAsDouble(p)) - 8, 16, 16);
+        double v = value.applyAsDouble(p);
+        g.drawOval(x(p.clients()) - 8, y(v) - 8, 16, 16);
+        if (!logY && v > yMax) {
+          g.drawString(String.format("%.1f s, off the scale", v), x(p.clients()) + 12, y(v) + 5 + (c.equals(RELAY) ? 18 : 0));
+        }
       }
     }
   }
