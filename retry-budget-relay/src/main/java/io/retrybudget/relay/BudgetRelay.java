@@ -40,7 +40,7 @@ public final class BudgetRelay {
   private final String name;
   private final RelaySettings settings;
   private final DoubleSupplier random;
-  private final ReportLedger ledger = new ReportLedger();
+  private final ReportLedger ledger;
   private final PermitPool pool = new PermitPool();
   private final SlidingWindowCounts demand = new SlidingWindowCounts(DEMAND_MILLIS); // asks (requests), refusals clients made (denied)
   private SlidingWindowCounts own = new SlidingWindowCounts(10_000); // first attempts received
@@ -66,6 +66,7 @@ public final class BudgetRelay {
     this.name = name;
     this.settings = settings;
     this.random = random;
+    this.ledger = new ReportLedger(settings.maxClients());
     this.intervalMillis = settings.minUpstreamMillis();
   }
 
@@ -278,6 +279,16 @@ public final class BudgetRelay {
   /** Forgets clients quiet for two fleet epochs ({@link ReportLedger#sweep}); for the host's timer. */
   public int sweep(long now) {
     return ledger.sweep(now);
+  }
+
+  /** Client ids recorded: at most {@link RelaySettings#maxClients}. */
+  public int recordedClients() {
+    return ledger.entries();
+  }
+
+  /** Client ids evicted to keep {@link RelaySettings#maxClients} (a steady rise means ids are invented). */
+  public long evictedClients() {
+    return ledger.evicted();
   }
 
   /** When the next call to Redis is due (Long.MIN_VALUE before the first client called). */

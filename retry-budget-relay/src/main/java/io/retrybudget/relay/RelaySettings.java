@@ -14,9 +14,11 @@ package io.retrybudget.relay;
  * @param permitLifeMillis how long a permit drawn from Redis and not handed out yet is kept
  * @param failuresToCutOff calls to Redis in a row that fail before the relay decides from its own
  *     paced share ("cut off")
+ * @param maxClients the client ids one budget's relay records at most ({@link ReportLedger}); one more
+ *     evicts the one quiet the longest, so a caller that invents ids cannot grow the relay's memory
  */
 public record RelaySettings(int clientCallsPerSecond, long minUpstreamMillis, long maxUpstreamMillis,
-    double upstreamShare, long permitLifeMillis, int failuresToCutOff) {
+    double upstreamShare, long permitLifeMillis, int failuresToCutOff, int maxClients) {
 
   /** Validates as the builder does, naming the wrong field. */
   public RelaySettings {
@@ -26,9 +28,13 @@ public record RelaySettings(int clientCallsPerSecond, long minUpstreamMillis, lo
     check.upstreamShare(upstreamShare);
     check.permitLifeMillis(permitLifeMillis);
     check.failuresToCutOff(failuresToCutOff);
+    check.maxClients(maxClients);
   }
 
-  /** The defaults: 100,000 client calls a second, Redis every 100 ms to 500 ms, half the ceiling, 1 s permits, 2 failures. */
+  /**
+   * The defaults: 100,000 client calls a second, Redis every 100 ms to 500 ms, half the ceiling, 1 s
+   * permits, 2 failures, 100,000 client ids a budget.
+   */
   public static RelaySettings defaults() {
     return builder().build();
   }
@@ -45,6 +51,7 @@ public record RelaySettings(int clientCallsPerSecond, long minUpstreamMillis, lo
     private double upstreamShare = 0.5;
     private long permitLifeMillis = 1_000;
     private int failuresToCutOff = 2;
+    private int maxClients = ReportLedger.DEFAULT_MAX_CLIENTS;
 
     private Builder() {}
 
@@ -100,9 +107,21 @@ public record RelaySettings(int clientCallsPerSecond, long minUpstreamMillis, lo
       return this;
     }
 
+    /**
+     * Client ids one budget's relay records at most, in [100, 10,000,000] (default 100,000, about
+     * 200 bytes each): the least recently heard is evicted past it.
+     */
+    public Builder maxClients(int clients) {
+      if (clients < 100 || clients > 10_000_000) {
+        throw new IllegalArgumentException("maxClients must be in [100, 10000000], was " + clients);
+      }
+      this.maxClients = clients;
+      return this;
+    }
+
     public RelaySettings build() {
       return new RelaySettings(clientCallsPerSecond, minUpstreamMillis, maxUpstreamMillis, upstreamShare,
-          permitLifeMillis, failuresToCutOff);
+          permitLifeMillis, failuresToCutOff, maxClients);
     }
   }
 }

@@ -1,8 +1,8 @@
 package io.retrybudget.relay;
 
 import io.retrybudget.budget.internal.FleetCount;
-import java.util.HashMap;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -12,6 +12,13 @@ import java.util.Map;
  * Redis ({@link FleetCount}: each client once per epoch it reports in, the estimate the larger of this
  * epoch's count and the last one's). Time comes in as an argument. Not thread-safe: the relay's host
  * runs each budget on one thread.
+ *
+ * <p>Bounded: it keeps at most {@code maxClients} clients. One more evicts the client that reported
+ * least recently, so a caller that invents ids cannot grow the record, and a live client that reports
+ * more often than {@code maxClients} invented ids arrive keeps its numbers. An evicted client that
+ * reports again starts as new (its numbers only grow, so only a late copy of a report it had already
+ * sent could then be applied again), and is counted again in the epoch: the count is capped at
+ * {@code maxClients}, as no more clients than that are ever recorded at once.
  */
 public final class ReportLedger {
   /** What a report is to the ledger. */
@@ -27,9 +34,38 @@ public final class ReportLedger {
     long epoch;
   }
 
-  private final Map<String, Entry> clients = new HashMap<>();
+  /** The default bound: four times the 25,000 clients a relay is planned for. */
+  public static final int DEFAULT_MAX_CLIENTS = 100_000;
+
+  private final int maxClients;
+  private final Map<String, Entry> clients;
   private FleetCount fleet;
   private long sweptEpoch = Long.MIN_VALUE;
+  private long evicted;
+
+  /** A ledger of at most {@link #DEFAULT_MAX_CLIENTS} clients. */
+  public ReportLedger() {
+    this(DEFAULT_MAX_CLIENTS);
+  }
+
+  /** A ledger of at most {@code maxClients} clients (at least 1). */
+  public ReportLedger(int maxClients) {
+    if (maxClients < 1) {
+      throw new IllegalArgumentException("maxClients must be at least 1, was " + maxClients);
+    }
+    this.maxClients = maxClients;
+    // in access order: a report moves its client to the end, the eldest is the one quiet the longest
+    this.clients = new LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
+        if (size() <= ReportLedger.this.maxClients) {
+          return false;
+        }
+        evicted++;
+        return true;
+      }
+    };
+  }
 
   /** Judges report {@code seq} of {@code clientId} at {@code nowMillis}; a new one is recorded and its client counted. */
   public Verdict report(String clientId, long seq, long nowMillis) {
@@ -58,14 +94,22 @@ public final class ReportLedger {
     return Verdict.NEW;
   }
 
-  /** The clients of this budget: the larger of those counted in this epoch and in the one before. */
+  /**
+   * The clients of this budget: the larger of those counted in this epoch and in the one before, at
+   * most {@code maxClients}.
+   */
   public long clients(long nowMillis) {
-    return FleetCount.read(fleet, FleetCount.epochOf(nowMillis)).estimate();
+    return Math.min(maxClients, FleetCount.read(fleet, FleetCount.epochOf(nowMillis)).estimate());
   }
 
-  /** Entries kept (for tests and diagnostics). */
+  /** Entries kept (for tests and diagnostics); never more than {@code maxClients}. */
   public int entries() {
     return clients.size();
+  }
+
+  /** Clients evicted so far to keep the bound (for diagnostics: a steady rise means ids are invented). */
+  public long evicted() {
+    return evicted;
   }
 
   /**

@@ -229,4 +229,21 @@ class BudgetRelayTest {
     }
     assertEquals(3, calls, "every 10 s, not every 100 ms");
   }
+
+  @Test
+  void aClientInventingIdsCannotGrowTheRelaysMemory() {
+    BudgetRelay bounded = new BudgetRelay("payments", RelaySettings.builder().maxClients(100).build(), () -> 0.5);
+    long seq = 0;
+    for (int i = 0; i < 10_000; i++) {
+      if (i % 50 == 0) {
+        bounded.client("live", ++seq, count(1), 0);
+      }
+      assertEquals(BudgetReply.COUNTED, bounded.client("invented-" + i, 1, count(1), 0).status());
+    }
+    assertEquals(100, bounded.recordedClients());
+    assertEquals(10_001 - 100, bounded.evictedClients());
+    assertEquals(BudgetReply.STALE, bounded.client("live", seq, count(1), 1).status(), "the live client is still known");
+    assertEquals(100, bounded.clients(1));
+    assertEquals(10_200, bounded.upstreamCall(1).requests(), "every report was counted once");
+  }
 }

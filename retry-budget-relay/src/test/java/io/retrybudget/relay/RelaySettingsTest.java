@@ -16,6 +16,7 @@ class RelaySettingsTest {
     assertEquals(0.5, s.upstreamShare());
     assertEquals(1_000, s.permitLifeMillis());
     assertEquals(2, s.failuresToCutOff());
+    assertEquals(100_000, s.maxClients());
   }
 
   @Test
@@ -28,7 +29,10 @@ class RelaySettingsTest {
     assertNamed("upstreamShare", () -> RelaySettings.builder().upstreamShare(Double.NaN));
     assertNamed("permitLifeMillis", () -> RelaySettings.builder().permitLifeMillis(99));
     assertNamed("failuresToCutOff", () -> RelaySettings.builder().failuresToCutOff(0));
-    assertNamed("upstreamShare", () -> new RelaySettings(100_000, 100, 500, 2.0, 1_000, 2));
+    assertNamed("maxClients", () -> RelaySettings.builder().maxClients(99));
+    assertNamed("maxClients", () -> RelaySettings.builder().maxClients(10_000_001));
+    assertNamed("upstreamShare", () -> new RelaySettings(100_000, 100, 500, 2.0, 1_000, 2, 100_000));
+    assertNamed("maxClients", () -> new RelaySettings(100_000, 100, 500, 0.5, 1_000, 2, 0));
   }
 
   private static void assertNamed(String field, Runnable set) {

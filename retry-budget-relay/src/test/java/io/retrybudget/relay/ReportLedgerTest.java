@@ -60,4 +60,27 @@ class ReportLedgerTest {
     assertEquals(Verdict.NEW, l.report("a", 2, E));
     assertEquals(1, l.clients(E));
   }
+
+  @Test
+  void inventedIdsCannotGrowTheRecordPastItsBoundAndALiveClientKeepsItsNumbers() {
+    ReportLedger l = new ReportLedger(1_000);
+    long seq = 0;
+    // within one epoch (the quiet-epoch sweep frees nothing): 100,000 invented ids, one live client
+    // reporting after every 500 of them
+    for (int i = 0; i < 100_000; i++) {
+      if (i % 500 == 0) {
+        assertEquals(Verdict.NEW, l.report("live", ++seq, 10));
+      }
+      assertEquals(Verdict.NEW, l.report("invented-" + i, 1, 10));
+    }
+    assertEquals(1_000, l.entries(), "the record holds its bound");
+    assertEquals(100_001 - 1_000, l.evicted());
+    assertEquals(0, l.sweep(11), "nothing is quiet yet: only the bound limits the record");
+    assertEquals(Verdict.STALE, l.report("live", seq, 12), "the live client's last report, again: still known");
+    assertEquals(1_000, l.clients(12), "the count of clients is capped at the bound");
+    // an evicted id reports again: new to the ledger, its number only grew
+    assertEquals(Verdict.NEW, l.report("invented-0", 2, 13));
+    assertEquals(1_000, l.entries());
+    assertThrows(IllegalArgumentException.class, () -> new ReportLedger(0));
+  }
 }
