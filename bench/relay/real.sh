@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # SKIP_BUILD=1: run what the last build made (a quiet window is not spent building)
 if [ -z "${SKIP_BUILD:-}" ]; then
-  ./mvnw -B -o -q -pl coordinator -am package -DskipTests
-  ./mvnw -B -o -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
+  ./mvnw -B -q -pl coordinator -am package -DskipTests
+  ./mvnw -B -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
 fi
 # the shaded jar: the largest jar the coordinator's build made
 JAR=$(ls -S coordinator/target/*.jar | head -1)

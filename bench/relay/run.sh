@@ -5,6 +5,6 @@
 # Builds in the reactor (never mvn install) and runs io.retrybudget.bench.relay.RelayStorm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-./mvnw -B -q -o -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
+./mvnw -B -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
 exec java -Xmx${RELAY_HEAP:-6g} -XX:+UseParallelGC -cp "bench/target/classes:$(cat bench/target/cp.txt)" \
   io.retrybudget.bench.relay.RelayStorm --out-dir bench/results/relay "$@"

@@ -30,11 +30,21 @@ final class ChildJvm implements AutoCloseable {
     this.name = name;
     List<String> cmd = new ArrayList<>();
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    // a fixed heap with a large young generation: few collections. Serial: on 2 cores shared by 4 busy
-    // JVMs, G1 (20 ms target) paused 250-320 ms and Parallel GC 1-4 s, against Serial's 130-930 ms
-    // (its young pauses are what is left of the harness's delays); a metaspace large enough that
-    // loading the classes costs no full collection
-    cmd.addAll(List.of("-Xms384m", "-Xmx384m", "-Xmn192m", "-XX:+UseSerialGC", "-XX:MetaspaceSize=128m",
+    // a fixed heap whose young generation holds a whole round's garbage: each round starts after a
+    // System.gc(), so no collection pauses a JVM while the clock runs (a round allocates up to about
+    // 1 GB in a client JVM: 17 MB/s in a storm, 10 MB/s on average). With 192 MB of young
+    // generation, Serial's young pauses in a round's trigger took 144-591 ms of wall time at load 7-16
+    // (15-35 MB copied, the collector waiting for a core), which alone made the run inconclusive.
+    // Serial: on 2 cores shared by 4 busy JVMs, G1 (20 ms target) paused 250-320 ms, Parallel GC 1-4
+    // s and Shenandoah (concurrent, its threads competing for the cores) left the tickers up to 479
+    // ms late. Pre-touched (about 20 s at start for 4 x 2 GB): without it the first round's trigger
+    // ran 116-118 ms late in two client JVMs as their first touches of the heap's pages were served;
+    // a metaspace large
+    // enough that loading the classes costs no full collection. -Dmetastable.gc=<flags,comma,separated>
+    // replaces the collector's flags, to compare
+    cmd.addAll(List.of(System.getProperty("metastable.gc",
+        "-Xms2g,-Xmx2g,-Xmn1792m,-XX:SurvivorRatio=14,-XX:+AlwaysPreTouch,-XX:+UseSerialGC").split(",")));
+    cmd.addAll(List.of("-XX:MetaspaceSize=128m", "-Xlog:gc:file=" + log + ".gc",
         "-Xss512k",
         "-Djava.awt.headless=true",
         // with the common pool's default parallelism of 1 (a 2-core machine) CompletableFuture runs async

@@ -90,6 +90,13 @@ public final class FleetMain {
     Round first = rounds.get(0);
     warmUp(first, base.withClients(first.clients()), jvms, http, redis, scheduler, ticker);
     for (Round round : rounds) {
+      if (round.index() > 0) {
+        // this round's backends listen on ports of their own, so its HTTP clients have no connection
+        // yet: opening them all in its second 0 held one JVM's ticker 194 ms (the first round's were
+        // opened by the warm-up)
+        warmPhase(round, base.withClients(round.clients()), base.firstRate() / jvms, 1,
+            base.attemptTimeoutMillis() + 2L * base.serviceMillis(), http, redis, scheduler, ticker);
+      }
       FleetRound r = new FleetRound(round, base.withClients(round.clients()), index, jvms, http, redis, scheduler);
       r.awaitBudgets();
       System.gc(); // the round's clients, and what the warm-up and the last round left, before the clock starts
@@ -117,19 +124,44 @@ public final class FleetMain {
   }
 
   /**
-   * {@value #WARM_UP_SECONDS} s of the base rate to each unit of the round, through one client per
-   * unit with the run's policy and the unit's kind of budget (under a budget name of its own), on
-   * the run's HTTP clients and timers; then {@code 2 T} for the last calls to end. (Three times the
-   * base rate for half of it, to compile a storm's paths too, left the naive backend's queue full and
-   * its event loop seconds late when the clock started.)
+   * {@value #WARM_UP_SECONDS} s of warm-up to each unit of the round, through one client per unit with
+   * the unit's kind of budget (under a budget name of its own), on the run's HTTP clients and
+   * timers, in two halves: the run's policy at the base rate (the healthy paths), then a third of
+   * the base rate with a per-attempt timeout of S / 3, so that every attempt times out while the
+   * backend still serves it (the storm's paths: timeouts and cancelled exchanges, backoff, retries,
+   * budgets that deny, wasted work and deadline answers in the backend) without a queue: three
+   * attempts a call at a third of the rate is the base rate, 70 % of the capacity. Then {@code 2 T}
+   * for the last calls to end. (Three times the base rate for half of it, to compile the storm's
+   * paths with the run's policy, left the naive backend's queue full and its event loop seconds
+   * late when the clock started; with the healthy half alone, the first round's storm compiled them
+   * and its client JVMs ran 116-146 ms late in its trigger.)
    */
   private static void warmUp(Round round, Params params, int jvms, Map<Integer, HttpClient> http,
+      Map<Integer, RedisBudgetClient> redis, RetryScheduler scheduler, ScheduledExecutorService ticker)
+      throws InterruptedException {
+    int half = WARM_UP_SECONDS / 2;
+    // the last calls end: healthy ones within T; timed-out ones after up to two backoffs of at most the cap
+    long failed = warmPhase(round, params, params.firstRate() / jvms, half,
+        params.attemptTimeoutMillis() + 2L * params.serviceMillis(), http, redis, scheduler, ticker);
+    Params storm = params.withAttemptTimeout(Math.max(1, params.serviceMillis() / 3));
+    failed += warmPhase(round, storm, params.firstRate() / jvms / 3, WARM_UP_SECONDS - half,
+        2L * params.backoffCapMillis() + 2L * params.serviceMillis(), http, redis, scheduler, ticker);
+    System.out.println("warm-up: " + failed + " calls without a 200");
+  }
+
+  /**
+   * {@code seconds} of {@code rate} first attempts a second to each unit of the round with the policy
+   * of {@code params}, then {@code drainMillis} for the last calls to end; returns the calls that
+   * did not end in a 200.
+   */
+  private static long warmPhase(Round round, Params params, double rate, int seconds, long drainMillis,
+      Map<Integer, HttpClient> http,
       Map<Integer, RedisBudgetClient> redis, RetryScheduler scheduler, ScheduledExecutorService ticker)
       throws InterruptedException {
     Map<Round.Unit, RetryingHttpClient> clients = new LinkedHashMap<>();
     Map<Round.Unit, Pacer> pacers = new LinkedHashMap<>();
     List<RetryBudget> budgets = new ArrayList<>();
-    Scenario flat = new Scenario("warm-up", WARM_UP_SECONDS, 1, 1.0, 1.0, 1);
+    Scenario flat = new Scenario("warm-up", seconds, 1, 1.0, 1.0, 1);
     for (Round.Unit u : round.units()) {
       RedisBudgetClient rc = redis.get(u.redis());
       Arm.ClientBudget cb = u.arm().clientBudget("metastable-warm-up", System::currentTimeMillis,
@@ -141,7 +173,7 @@ public final class FleetMain {
         budgets.add(cb.budget());
       }
       clients.put(u, b.build());
-      pacers.put(u, new Pacer(flat, params.firstRate() / jvms));
+      pacers.put(u, new Pacer(flat, rate));
     }
     long start = System.currentTimeMillis();
     long[] failed = new long[1];
@@ -161,12 +193,12 @@ public final class FleetMain {
         }
       }
     }, 0, ModelRun.TICK_MILLIS, TimeUnit.MILLISECONDS);
-    Thread.sleep(WARM_UP_SECONDS * 1000L);
+    Thread.sleep(seconds * 1000L);
     tick.cancel(false);
-    Thread.sleep(2L * params.attemptTimeoutMillis());
+    Thread.sleep(drainMillis);
     budgets.forEach(RetryBudget::close);
     synchronized (failed) {
-      System.out.println("warm-up: " + failed[0] + " calls without a 200");
+      return failed[0];
     }
   }
 

@@ -48,6 +48,11 @@ record Params(int workers, int serviceMillis, int queueLimit, int attemptTimeout
         backoffBaseMillis, backoffCapMillis);
   }
 
+  Params withAttemptTimeout(int millis) {
+    return new Params(workers, serviceMillis, queueLimit, millis, load, clients, maxAttempts, backoffBaseMillis,
+        backoffCapMillis);
+  }
+
   /** The parameters on one line, for a child process's command line ({@link #decode}). */
   String encode() {
     return workers + ":" + serviceMillis + ":" + queueLimit + ":" + attemptTimeoutMillis + ":" + load + ":" + clients

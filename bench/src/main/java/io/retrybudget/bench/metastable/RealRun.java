@@ -60,7 +60,7 @@ final class RealRun {
         for (ChildJvm c : children.subList(1, children.size())) {
           c.await("LOADED " + round.index(), 120_000);
         }
-        long epoch = System.currentTimeMillis() + 2000; // the backend collects its garbage meanwhile
+        long epoch = System.currentTimeMillis() + 1000; // the backend collects the warm-up's garbage meanwhile
         System.out.printf("%s round %d of %d: %d clients, %s%n", Instant.now(), round.index() + 1, rounds.size(),
             round.clients(), round.units().stream().map(Round.Unit::tag).toList());
         for (ChildJvm c : children) {

@@ -33,12 +33,12 @@ record Scenario(String id, int warmupSeconds, int triggerSeconds, double capacit
 
   /** Capacity halves for 10 s. */
   static Scenario capacity(int afterSeconds) {
-    return new Scenario("capacity", 10, 10, 0.5, 1.0, afterSeconds);
+    return new Scenario("capacity", 6, 10, 0.5, 1.0, afterSeconds);
   }
 
   /** Twice the first attempts for 5 s. */
   static Scenario spike(int afterSeconds) {
-    return new Scenario("spike", 10, 5, 1.0, 2.0, afterSeconds);
+    return new Scenario("spike", 6, 5, 1.0, 2.0, afterSeconds);
   }
 
   /** Both scenarios, observed long enough to see whether a recovery starts within 60 s. */

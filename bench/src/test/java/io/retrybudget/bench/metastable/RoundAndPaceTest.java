@@ -32,8 +32,8 @@ class RoundAndPaceTest {
     assertEquals(List.of("capacity-naive", "capacity-aws", "capacity-finagle", "capacity-fleet", "capacity-grpc",
         "capacity-fleet-server"), tags(rounds.get(0)));
     assertEquals("spike-naive", tags(rounds.get(1)).get(0));
-    assertEquals(85, rounds.get(0).seconds());
-    assertEquals(80, rounds.get(1).seconds());
+    assertEquals(81, rounds.get(0).seconds());
+    assertEquals(76, rounds.get(1).seconds());
     // each fleet-budget unit of a round has a Redis of its own; the next round reuses them
     assertEquals(List.of(-1, -1, -1, 0, -1, 1), rounds.get(0).units().stream().map(Round.Unit::redis).toList());
     assertEquals(2, rounds.get(1).redisServers());
