@@ -19,5 +19,5 @@ java -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true -cp "$CP" \
   io.retrybudget.bench.relay.RealRelayStorm --coordinator-jar "$JAR" --out-dir bench/results/relay "$@"
 # the cost curve: the virtual-time runs (relay27*) and the real runs (relay27-real*) side by side
 java -Djava.awt.headless=true -cp "$CP" io.retrybudget.bench.relay.CostCurveChart bench/results/relay \
-  relay27,relay27-30k,relay27-3x,relay27-1m relay27-real-2k,relay27-real-6k,relay27-real \
+  relay27,relay27-30k,relay27-3x,relay27-1m,relay27-1m-direct relay27-real-2k,relay27-real-6k,relay27-real \
   bench/results/relay/relay27-cost-curve.png

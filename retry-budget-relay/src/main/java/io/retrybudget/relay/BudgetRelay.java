@@ -20,7 +20,9 @@ import java.util.function.DoubleSupplier;
  *   <li>each such call also draws permits from the budget's paced balance for the asks expected until
  *       the next one ({@link RelayArithmetic#drawSize}); Redis counts them granted as it hands them out,
  *       and the relay hands them to its clients' asks ({@link PermitPool}); with none held an ask is
- *       refused and counted as denied, as budget.lua refuses it;
+ *       refused and counted as denied, as budget.lua refuses it. A cold relay (no draw in the last 2 s)
+ *       draws at its first ask, its next call brought forward, for its clients' paced share and burst
+ *       ({@link RelayArithmetic#coldDrawSize});
  *   <li>each report is applied at most once ({@link ReportLedger}); a call Redis did not apply (stale,
  *       missing) is sent again with the next one, a call that failed is counted as lost (undercounting
  *       is the safe side; a count is never sent twice);
@@ -39,7 +41,6 @@ public final class BudgetRelay {
 
   private final String name;
   private final RelaySettings settings;
-  private final DoubleSupplier random;
   private final ReportLedger ledger;
   private final PermitPool pool = new PermitPool();
   private final SlidingWindowCounts demand = new SlidingWindowCounts(DEMAND_MILLIS); // asks (requests), refusals clients made (denied)
@@ -54,9 +55,7 @@ public final class BudgetRelay {
   private long refusedDraws; // denials budget.lua counted for this relay's own draws: taken off the next reports
   private long lostRequests;
   private boolean inFlight;
-  private long nextUpstreamAt = Long.MIN_VALUE;
-  private long lastUpstreamAt = Long.MIN_VALUE;
-  private long intervalMillis;
+  private final UpstreamSchedule schedule;
   private int failures;
   private boolean cutOff;
   private PacedBalance local;
@@ -65,9 +64,8 @@ public final class BudgetRelay {
   public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
     this.name = name;
     this.settings = settings;
-    this.random = random;
     this.ledger = new ReportLedger(settings.maxClients());
-    this.intervalMillis = settings.minUpstreamMillis();
+    this.schedule = new UpstreamSchedule(settings.minUpstreamMillis(), random);
   }
 
   public String name() {
@@ -85,7 +83,7 @@ public final class BudgetRelay {
     }
     if (seed == null) {
       seed = call.seed();
-      nextUpstreamAt = now; // the first client: say hello to Redis at once
+      schedule.dueNow(now); // the first client: say hello to Redis at once
     }
     pendingRequests += call.requests();
     pendingDenied += call.denied();
@@ -103,6 +101,7 @@ public final class BudgetRelay {
     if (granted > 0) {
       return reply(BudgetReply.GRANTED, granted, now);
     }
+    drawEarlyIfCold(now);
     pendingDenied += call.need();
     if (mode() == BudgetMode.SHADOW) {
       return reply(BudgetReply.SHADOW, call.need(), now);
@@ -117,20 +116,19 @@ public final class BudgetRelay {
    * {@link #upstreamFailed}.
    */
   public BudgetCall upstreamCall(long now) {
-    if (seed == null || inFlight || now < nextUpstreamAt) {
+    if (seed == null || inFlight || !schedule.due(now)) {
       return null;
     }
     if (cutOff) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
       // going with calls that are likely lost
       inFlight = true;
-      lastUpstreamAt = now;
+      schedule.sent(now, false);
       return new BudgetCall(name, 0, 0, 0, 0, 0, seed);
     }
-    long want = RelayArithmetic.drawSize(demandPerSecond(now), intervalMillis, pool.held(now),
-        BudgetCall.callCap(seed));
+    long want = drawSize(now);
     boolean idle = pendingRequests == 0 && pendingDenied == 0 && pendingRetries == 0 && want == 0;
-    if (idle && upstream != null && now - lastUpstreamAt < KEEP_ALIVE_MILLIS) {
+    if (idle && upstream != null && now - schedule.lastAt() < KEEP_ALIVE_MILLIS) {
       scheduleNext(now);
       return null;
     }
@@ -144,7 +142,7 @@ public final class BudgetRelay {
     pendingDenied -= c.denied();
     pendingRetries -= c.retries();
     inFlight = true;
-    lastUpstreamAt = now;
+    schedule.sent(now, want > 0);
     return c;
   }
 
@@ -192,13 +190,24 @@ public final class BudgetRelay {
     pendingRetries += sent.retries();
   }
 
+  /**
+   * An ask refused with nothing held, by a relay that has drawn for none of its clients' asks (no
+   * draw within the demand window): its next call to Redis, a draw, is brought forward to {@code now}
+   * (the host sends it at once) instead of the asks being refused until that call comes round, and
+   * the refusal tells the client to ask again then. It takes the place of the call that was due
+   * ({@link UpstreamSchedule#bringForward}): Redis's cost is unchanged.
+   */
+  private void drawEarlyIfCold(long now) {
+    if (!cutOff && !inFlight && upstream != null && schedule.cold(now, DEMAND_MILLIS)) {
+      schedule.bringForward(now, DEMAND_MILLIS);
+    }
+  }
+
   private void scheduleNext(long now) {
     long callers = upstream == null ? 1 : upstream.activeClients();
     int ceiling = upstream == null ? seed.maxCallsPerSecond() : upstream.maxCallsPerSecond();
-    intervalMillis = RelayArithmetic.upstreamIntervalMillis(callers, ceiling, settings.upstreamShare(),
-        settings.minUpstreamMillis(), settings.maxUpstreamMillis());
-    // 0.75 to 1.25 of the interval: relays that started together do not call together
-    nextUpstreamAt = now + (long) (intervalMillis * (0.75 + 0.5 * random.getAsDouble()));
+    schedule.next(now, RelayArithmetic.upstreamIntervalMillis(callers, ceiling, settings.upstreamShare(),
+        settings.minUpstreamMillis(), settings.maxUpstreamMillis()));
   }
 
   /** A grant from the relay's own paced share while cut off; it is reported to Redis as a fallback's grants are. */
@@ -232,7 +241,7 @@ public final class BudgetRelay {
     } else if (cutOff && local != null) {
       next = local.nextMillis();
     } else {
-      next = Math.max(1, nextUpstreamAt - now + 1);
+      next = Math.max(1, schedule.nextAt() - now + 1);
     }
     BudgetReply u = upstream;
     return new BudgetReply(status, granted, u == null ? 0 : u.requests(), u == null ? 0 : u.retries(),
@@ -248,8 +257,32 @@ public final class BudgetRelay {
     return u == null ? mine : RelayArithmetic.fleetEstimate(mine, applied.requests(now), u.requests(), u.activeClients());
   }
 
+  /**
+   * Asks a second: those of the demand window over the time they span ({@link
+   * SlidingWindowCounts#spanMillis}: since the first ask's bucket, at least one bucket), so that asks
+   * that began 300 ms ago are a rate over 300 ms, not over the whole window.
+   */
   private double demandPerSecond(long now) {
-    return (demand.requests(now) + demand.denied(now)) * 1000.0 / DEMAND_MILLIS;
+    return (demand.requests(now) + demand.denied(now)) * 1000.0 / demand.spanMillis(now);
+  }
+
+  /**
+   * The permits a call at {@code now} draws: for the asks a second seen until the call after it
+   * ({@link RelayArithmetic#drawSize}); a cold relay's, whose clients' asks have only begun, at least
+   * their paced share and burst ({@link RelayArithmetic#coldDrawSize}).
+   */
+  private long drawSize(long now) {
+    long horizon = schedule.horizonMillis(now);
+    long held = pool.held(now);
+    long cap = BudgetCall.callCap(seed);
+    double asks = demandPerSecond(now);
+    long want = RelayArithmetic.drawSize(asks, horizon, held, cap);
+    if (!(asks > 0) || !schedule.cold(now, DEMAND_MILLIS)) {
+      return want;
+    }
+    long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
+    double firstPerSecond = own.requests(now) * 1000.0 / own.spanMillis(now);
+    return Math.max(want, RelayArithmetic.coldDrawSize(firstPerSecond, ratioPpm(), floor, horizon, held, cap));
   }
 
   private long ratioPpm() {
@@ -293,7 +326,7 @@ public final class BudgetRelay {
 
   /** When the next call to Redis is due (Long.MIN_VALUE before the first client called). */
   public long nextUpstreamAt() {
-    return nextUpstreamAt;
+    return schedule.nextAt();
   }
 
   /** Whether the relay decides from its own paced share because Redis did not answer. */

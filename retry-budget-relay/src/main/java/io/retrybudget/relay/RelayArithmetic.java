@@ -5,6 +5,12 @@ package io.retrybudget.relay;
  * (every product that could leave a long is done in double and clamped).
  */
 public final class RelayArithmetic {
+  /**
+   * The burst a budget saves up, ms of its refill rate (budget.lua's cap on the paced balance: half a
+   * second): a cold relay's first draw asks for its clients' part of it.
+   */
+  static final long BURST_MILLIS = 500;
+
   private RelayArithmetic() {}
 
   /**
@@ -63,6 +69,30 @@ public final class RelayArithmetic {
       return 0;
     }
     double wanted = Math.ceil(demandPerSecond * Math.max(0, intervalMillis) / 1000.0 * 1.25) - Math.max(0, held);
+    return (long) Math.max(0, Math.min(cap, wanted));
+  }
+
+  /**
+   * How many permits a cold relay's draw asks for (one that has drawn for none of its clients' asks:
+   * they have only begun, and what it has seen of them says little yet of what follows): its clients'
+   * paced share, the budget's ratio over their first attempts a second plus their share of the floor,
+   * over {@code horizonMillis} (until the draw after it) a quarter more, and over the burst the budget
+   * saved up ({@link #BURST_MILLIS}), rounded up, less what it holds, within [0, {@code cap}]. In a
+   * storm every first attempt asks, so that is what its clients are due, as they would take it from
+   * Redis directly; when fewer ask, what is not handed out is dropped unused (Redis counted it: the
+   * safe side; the balance it came from refills within half a second).
+   *
+   * @param firstPerSecond its clients' first attempts a second
+   * @param floorMicros their share of the floor, micro-permits a second ({@link #floorShareMicros})
+   */
+  static long coldDrawSize(double firstPerSecond, long ratioPpm, long floorMicros, long horizonMillis,
+      long held, long cap) {
+    double perSecond = Math.max(0, firstPerSecond) * Math.max(0, ratioPpm) / 1e6 + Math.max(0, floorMicros) / 1e6;
+    if (!(perSecond > 0)) {
+      return 0;
+    }
+    double millis = Math.max(0, horizonMillis) * 1.25 + BURST_MILLIS;
+    double wanted = Math.ceil(perSecond * millis / 1000.0) - Math.max(0, held);
     return (long) Math.max(0, Math.min(cap, wanted));
   }
 

@@ -67,20 +67,24 @@ class BudgetRelayTest {
     relay.client("a", 1, count(10), 0);
     BudgetCall hello = relay.upstreamCall(0);
     relay.upstreamReplied(hello, redis(BudgetReply.COUNTED, 0, 10, 1), 1);
-    // with nothing held, an ask is refused and counted as denied; it says when the next draw comes
+    // with nothing held, an ask is refused and counted as denied; it says when the next draw comes:
+    // at once, the relay having drawn for no ask yet (its next call brought forward)
     BudgetReply refused = relay.client("a", 2, ask(1), 2);
     assertEquals(BudgetReply.DENIED, refused.status());
-    assertEquals(relay.nextUpstreamAt() - 2 + 1, refused.nextGrantMillis());
+    assertEquals(2, relay.nextUpstreamAt());
+    assertEquals(1, refused.nextGrantMillis());
     for (int i = 0; i < 99; i++) {
       relay.client("b" + i, 1, ask(1), 3);
     }
-    // 100 asks in the last 2 s: 50 a second, for about 100 ms (0.75-1.25 of it: here 100), a quarter more
+    // 100 asks over the 200 ms they span (one bucket at least): 500 a second, until the call after this
+    // one (199 ms: an interval after the call it replaced, due at 101), a quarter more
     BudgetCall draw = relay.upstreamCall(relay.nextUpstreamAt());
     assertEquals(1, draw.need());
-    assertEquals(7, draw.want()); // ceil(50 * 0.1 * 1.25) = 7
+    assertEquals(125, draw.want()); // ceil(500 * 0.199 * 1.25)
     assertEquals(100, draw.denied(), "the refusals the relay made");
     relay.upstreamReplied(draw, redis(BudgetReply.GRANTED, 7, 10, 1), 110);
-    assertEquals(7, relay.held(110));
+    assertEquals(7, relay.held(110), "Redis granted 7 of them");
+    assertEquals(210, relay.nextUpstreamAt(), "an interval on: the call it replaced was due before the answer");
     BudgetReply lease = relay.client("a", 3, ask(4), 111);
     assertEquals(BudgetReply.GRANTED, lease.status());
     assertEquals(4, lease.granted());
@@ -90,6 +94,34 @@ class BudgetRelayTest {
     // drawn permits not handed out within their life are dropped (Redis counted them: the safe side)
     relay.upstreamCall(relay.nextUpstreamAt());
     assertEquals(0, relay.droppedPermits());
+  }
+
+  @Test
+  void aColdRelayDrawsAtItsFirstAskForItsClientsShareAndBurst() {
+    for (int i = 0; i < 100; i++) {
+      relay.client("c" + i, 1, count(10), 0);
+    }
+    relay.upstreamReplied(relay.upstreamCall(0), redis(BudgetReply.COUNTED, 0, 1_000, 1), 0);
+    assertEquals(100, relay.nextUpstreamAt());
+    // the outage begins: the first ask finds nothing held and no draw made for any ask
+    BudgetReply refused = relay.client("c0", 2, ask(1), 30);
+    assertEquals(BudgetReply.DENIED, refused.status());
+    assertEquals(1, refused.nextGrantMillis(), "ask again at once: the draw goes now");
+    BudgetCall draw = relay.upstreamCall(30);
+    assertNotNull(draw, "the call due at 100 is brought forward");
+    // its clients' paced share: 0.1 of 1,000 first attempts a second plus the floor (theirs whole), 110 a
+    // second, until the call after it (170 ms: an interval after 100) a quarter more, and the burst
+    // the budget saved up (500 ms): ceil(110 * (0.2125 + 0.5)) = 79, where the one ask seen says 2
+    assertEquals(79, draw.want());
+    assertEquals(1, draw.need());
+    relay.upstreamReplied(draw, redis(BudgetReply.GRANTED, 79, 1_000, 1), 31);
+    assertEquals(200, relay.nextUpstreamAt(), "the next call an interval after the one replaced: no call added");
+    assertEquals(BudgetReply.GRANTED, relay.client("c1", 2, ask(1), 32).status());
+    // a relay that drew within the last 2 s waits for its next call, however its asks fare
+    relay.client("c2", 2, ask(100), 33);
+    assertEquals(BudgetReply.DENIED, relay.client("c3", 2, new BudgetCall("payments", 0, 0, 0, 100, 100, SEED), 34)
+        .status());
+    assertEquals(200, relay.nextUpstreamAt(), "not cold: nothing brought forward");
   }
 
   @Test

@@ -55,6 +55,20 @@ class RelayArithmeticTest {
   }
 
   @Test
+  void aColdDrawAsksForItsClientsPacedShareAndTheirBurst() {
+    // 1,000 first attempts a second at 0.1, floor 10 a second: 110 a second, over 100 ms a quarter
+    // more (125 ms) and the burst (500 ms): ceil(68.75)
+    assertEquals(69, RelayArithmetic.coldDrawSize(1_000, 100_000, 10_000_000, 100, 0, 1_000_000));
+    assertEquals(60, RelayArithmetic.coldDrawSize(1_000, 100_000, 10_000_000, 100, 9, 1_000_000), "less what is held");
+    assertEquals(50, RelayArithmetic.coldDrawSize(1_000, 100_000, 10_000_000, 100, 0, 50), "capped");
+    assertEquals(0, RelayArithmetic.coldDrawSize(0, 100_000, 0, 100, 0, 1_000), "no first attempts, no floor: none");
+    assertEquals(0, RelayArithmetic.coldDrawSize(Double.NaN, 100_000, 0, 100, 0, 1_000));
+    assertEquals(5, RelayArithmetic.coldDrawSize(0, 100_000, 10_000_000, 0, 0, 1_000), "the floor's burst alone");
+    assertEquals(1_000, RelayArithmetic.coldDrawSize(1e300, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 0, 1_000),
+        "no overflow");
+  }
+
+  @Test
   void cutOffRelaysShareOneFloorBetweenThem() {
     assertEquals(2_500_000, RelayArithmetic.floorShareMicros(10, 25_000, 100_000));
     assertEquals(0, RelayArithmetic.floorShareMicros(10, 25_000, 0), "fleet unknown: no floor");

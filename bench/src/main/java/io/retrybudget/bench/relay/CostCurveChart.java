@@ -21,9 +21,9 @@ import javax.imageio.ImageIO;
  * virtual-time runs' per-second files, with the real-process run's points beside them. A PNG drawn
  * with java.awt (headless), in the style of the other bench charts. Arguments: {@code <results dir>
  * <virtual runs' names, comma-separated> <real runs' names, comma-separated> <out.png>}, e.g. {@code bench/results/relay
- * relay27,relay27-1m relay27-real bench/results/relay/relay27-cost-curve.png}: every
- * {@code <name>-<clients>-<direct|relay>.csv} of the virtual runs is a point; a real run's file that is
- * missing leaves its point out.
+ * relay27,relay27-1m,relay27-1m-direct relay27-real bench/results/relay/relay27-cost-curve.png}: every
+ * {@code <name>-<clients>-<direct|relay>.csv} of the virtual runs is a point (each point measured: a
+ * size not run has no point); a real run's file that is missing leaves its point out.
  */
 public final class CostCurveChart {
   private static final Color DIRECT = new Color(0xd62728);
@@ -114,8 +114,8 @@ public final class CostCurveChart {
       g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 18));
       g.drawString("One budget's Redis cost and count lag against fleet size: direct calls against relays", 90, 32);
       int ph = H - TOP - BOTTOM;
-      // left: script calls a second, log scale 1 .. 100,000
-      Panel calls = new Panel(PANEL_LEFT[0], ph, 0, 5, true);
+      // left: script calls a second, log scale 1 .. 1,000,000 (direct calls at 10^6 clients: about 100,000)
+      Panel calls = new Panel(PANEL_LEFT[0], ph, 0, 6, true);
       calls.axes(g, "Redis script calls/s for the budget (log)");
       calls.dashed(g, 2_000, new Color(0x555555), "max_calls_per_s 2,000");
       calls.line(g, direct, Point::calls, DIRECT, false);

@@ -56,7 +56,7 @@ final class RelayStormRun {
     redis.configure(o.ratioPpm(), 10, o.floor(), o.maxCallsPerSecond());
     int seconds = o.seconds();
     this.t0 = o.warmupSeconds() * 1000L;
-    this.outageFrom = t0 + o.healthySeconds() * 1000L;
+    this.outageFrom = t0 + o.healthySeconds() * 1000L + o.outageOffsetMillis();
     this.outageTo = outageFrom + o.outageSeconds() * 1000L;
     this.end = t0 + seconds * 1000L;
     this.first = new long[seconds];
@@ -109,7 +109,7 @@ final class RelayStormRun {
     for (long s = 1; s * 1000 <= end; s++) {
       time.advanceTo(s * 1000 - 1);
       madeAt[(int) (s * 1000 - 1)] = made;
-      if (s * 1000 == outageFrom) {
+      if (s * 1000 == outageFrom - o.outageOffsetMillis()) {
         sampleLearnedFleet();
       }
       time.advanceTo(s * 1000);

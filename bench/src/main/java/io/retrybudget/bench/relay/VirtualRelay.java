@@ -13,7 +13,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * One relay process on the wheel: a {@link BudgetRelay} (the real core) for the one budget, its own
- * client id towards Redis, a timer that sends its budget.lua call when due (every 10 ms it looks), and
+ * client id towards Redis, a timer that sends its budget.lua call when due (every 10 ms it looks; a
+ * client's call that makes one due sends it at once, as the coordinator's relay host does), and
  * the faults: killed (its clients' calls are refused at once, like a closed port; its state is gone,
  * and a restart is a new relay with a new id) and cut off from Redis (its calls to Redis fail).
  */
@@ -58,23 +59,29 @@ final class VirtualRelay {
       return; // a killed relay's timer
     }
     long now = time.millis();
-    BudgetCall call = core.upstreamCall(now);
-    if (call != null) {
-      BudgetRelay at = core;
-      if (cutFromRedis) {
-        time.at(0, () -> at.upstreamFailed(call, time.millis()));
-      } else {
-        redis.budget(call, identity).whenComplete((reply, error) -> {
-          if (error != null) {
-            at.upstreamFailed(call, time.millis());
-          } else {
-            at.upstreamReplied(call, reply, time.millis());
-          }
-        });
-      }
-    }
+    send(now);
     core.sweep(now);
     time.at(TICK_MILLIS, () -> tick(gen));
+  }
+
+  /** Sends the core's call to Redis if one is due at {@code now}. */
+  private void send(long now) {
+    BudgetCall call = core.upstreamCall(now);
+    if (call == null) {
+      return;
+    }
+    BudgetRelay at = core;
+    if (cutFromRedis) {
+      time.at(0, () -> at.upstreamFailed(call, time.millis()));
+    } else {
+      redis.budget(call, identity).whenComplete((reply, error) -> {
+        if (error != null) {
+          at.upstreamFailed(call, time.millis());
+        } else {
+          at.upstreamReplied(call, reply, time.millis());
+        }
+      });
+    }
   }
 
   /** A client's call: answered by the core at once, or refused when the relay is down. */
@@ -91,7 +98,9 @@ final class VirtualRelay {
       core.client(clientId + "-again", seq, new BudgetCall(call.name(), call.requests(), 0, 0, 0, 0, call.seed()),
           time.millis());
     }
-    return CompletableFuture.completedFuture(core.client(clientId, seq, call, time.millis()));
+    BudgetReply reply = core.client(clientId, seq, call, time.millis());
+    send(time.millis()); // as the host does: a call due now (the first client's, a cold relay's draw) goes at once
+    return CompletableFuture.completedFuture(reply);
   }
 
   /** kill -9: the process and everything it held are gone. */

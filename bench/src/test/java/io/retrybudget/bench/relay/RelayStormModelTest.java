@@ -96,4 +96,34 @@ class RelayStormModelTest {
     assertTrue(s.meanInBand(), "the fleet's mean: " + s.row());
     assertEquals(-1, s.servedAgainMillis(), "no kill");
   }
+
+  /**
+   * The outage starts with cold relays (no ask in the seconds before it: nothing held, no draw made
+   * for any ask) late in a second, as a real one does: that second, part healthy, part outage, must
+   * get its share too (grants / first attempts in [0.03, 0.25], as direct calls get it from the
+   * balance Redis saved up). The shape of the real-process fault test: 60 engines at 20 first attempts
+   * a second, 15 to a process, 2 relays. A relay that waits for its next call to draw, and sizes it by
+   * the few asks it has seen, grants that second next to nothing (9 of 1,200 at 850 ms in).
+   */
+  @Test
+  void coldRelaysGrantTheOutagesFirstSecondItsShare() {
+    for (int offset : new int[] {750, 900}) {
+      RelayStormOptions o = RelayStormOptions.storm(60, 2).withFirstPerSecond(20).withClientsPerProcess(15)
+          .withSeconds(12, 3, 4, 1).withOutageOffsetMillis(offset);
+      RelayStormRun run = new RelayStormRun(o).run();
+      StringBuilder seconds = new StringBuilder();
+      for (int i = o.healthySeconds(); i < o.healthySeconds() + o.outageSeconds(); i++) {
+        seconds.append(' ').append(run.grants[i]).append('/').append(run.first[i]);
+      }
+      RelayStormSummary s = RelayStormSummary.of(run);
+      System.out.println("cold relays, outage " + offset + " ms into its first second, grants/first attempts:"
+          + seconds + "; " + s.row());
+      int first = o.healthySeconds();
+      double firstRatio = run.grants[first] / (double) run.first[first];
+      assertTrue(firstRatio >= 0.03 && firstRatio <= 0.25, "the outage's first second, " + offset + " ms in: "
+          + firstRatio + ";" + seconds);
+      assertTrue(s.ratioInBand(), "every outage second in [0.03, 0.25]:" + seconds + "; " + s.row());
+      assertTrue(s.countedAtMostOnce(), s.counted() + " counted, " + s.lost() + " lost of " + s.made() + " made");
+    }
+  }
 }
