@@ -25,13 +25,20 @@ interface EngineTimer {
    */
   <T> CompletableFuture<T> within(CompletableFuture<T> call, long timeoutMillis);
 
-  /** The timer of a {@link RedisBudgetClient}: its one timer thread, and the JDK's timeouts. */
+  /**
+   * The timer of a {@link RedisBudgetClient}: its one timer thread, periodic tasks grouped by phase
+   * ({@link TickGroups}: one timer task for the budgets whose ticks fall in the same 10 ms), and the
+   * JDK's timeouts.
+   */
   static EngineTimer of(ScheduledExecutorService scheduler) {
+    TickGroups ticks = new TickGroups((task, initialNanos, periodNanos) -> {
+      ScheduledFuture<?> f = scheduler.scheduleAtFixedRate(task, initialNanos, periodNanos, TimeUnit.NANOSECONDS);
+      return () -> f.cancel(false);
+    }, System::nanoTime);
     return new EngineTimer() {
       @Override
       public Cancel every(Runnable task, long initialMillis, long periodMillis) {
-        ScheduledFuture<?> f = scheduler.scheduleAtFixedRate(task, initialMillis, periodMillis, TimeUnit.MILLISECONDS);
-        return () -> f.cancel(false);
+        return ticks.every(task, initialMillis, periodMillis);
       }
 
       @Override

@@ -16,11 +16,11 @@ import java.util.List;
  */
 record RealRelayOptions(int clients, int jvms, int relays, List<String> designs, int warmupSeconds,
     int healthySeconds, int outageSeconds, int afterSeconds, long callTimeoutMillis, String name, Path outDir,
-    Path workDir, Path coordinatorJar, String clientHeap, String relayHeap) {
+    Path workDir, Path coordinatorJar, String clientHeap, String relayHeap, Path profileDir) {
 
   static final String USAGE = "options: --clients 20000 --jvms 4 --relays 4 --designs direct,relay --warmup 10 "
       + "--healthy 10 --outage 30 --after 10 --call-timeout-ms 250 --name relay27-real --out-dir bench/results/relay "
-      + "--work-dir bench/target/relay-real --coordinator-jar <coordinator's shaded jar> --client-heap 768m --relay-heap 384m";
+      + "--work-dir bench/target/relay-real --coordinator-jar <coordinator's shaded jar> --client-heap 768m --relay-heap 384m [--profile-dir <dir>: a JFR recording of every client JVM and relay]";
 
   static RealRelayOptions parse(String[] args) {
     int clients = 20_000;
@@ -38,6 +38,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
     Path jar = null;
     String clientHeap = "768m";
     String relayHeap = "384m";
+    Path profile = null;
     for (int i = 0; i < args.length; i += 2) {
       if (i + 1 >= args.length) {
         throw new IllegalArgumentException(args[i] + " needs a value; " + USAGE);
@@ -59,6 +60,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
         case "--coordinator-jar" -> jar = Path.of(v);
         case "--client-heap" -> clientHeap = v;
         case "--relay-heap" -> relayHeap = v;
+        case "--profile-dir" -> profile = Path.of(v);
         default -> throw new IllegalArgumentException("unknown option " + args[i] + "; " + USAGE);
       }
     }
@@ -71,7 +73,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
       throw new IllegalArgumentException("--coordinator-jar must name the coordinator's shaded jar, was " + jar);
     }
     return new RealRelayOptions(clients, jvms, relays, designs, warmup, healthy, outage, after, timeout, name, out,
-        work, jar, clientHeap, relayHeap);
+        work, jar, clientHeap, relayHeap, profile);
   }
 
   private static int positive(String option, String v) {
@@ -80,6 +82,19 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
       throw new IllegalArgumentException(option + " must be at least 1, was " + v);
     }
     return n;
+  }
+
+  /**
+   * The JVM options that record a child JVM with Java Flight Recorder ({@code settings=profile}) into
+   * {@code <profile dir>/<design>-<process>.jfr}, none without {@code --profile-dir}. A profiled run
+   * is for finding where CPU goes; its figures are not the product's (the recorder costs CPU too).
+   */
+  java.util.List<String> profileOptions(String design, String process) {
+    if (profileDir == null) {
+      return List.of();
+    }
+    Path file = profileDir.toAbsolutePath().resolve(design + "-" + process + ".jfr");
+    return List.of("-XX:StartFlightRecording=filename=" + file + ",settings=profile,dumponexit=true");
   }
 
   /** Recorded seconds (the warm-up not included). */

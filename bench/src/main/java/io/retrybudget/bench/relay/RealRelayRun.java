@@ -115,9 +115,10 @@ final class RealRelayRun {
       Files.writeString(logging, "handlers=java.util.logging.ConsoleHandler\n.level=INFO\n"
           + "io.lettuce.core.protocol.level=SEVERE\n");
       for (int j = 0; j < o.jvms(); j++) {
-        clients.add(ChildProcess.jvm("client-" + j, work.resolve("client-" + j + ".log"),
-            List.of("-Xms256m", "-Xmx" + o.clientHeap(), "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-                "-Djava.util.logging.config.file=" + logging.toAbsolutePath()),
+        List<String> jvmOptions = new ArrayList<>(List.of("-Xms256m", "-Xmx" + o.clientHeap(), "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true", "-Djava.util.logging.config.file=" + logging.toAbsolutePath()));
+        jvmOptions.addAll(o.profileOptions(design, "client-" + j));
+        clients.add(ChildProcess.jvm("client-" + j, work.resolve("client-" + j + ".log"), jvmOptions,
             RelayClientMain.class, List.of(work.resolve("client-" + j).toString(), targets.get(j % targets.size()),
                 Integer.toString(o.clientsOf(j)), Integer.toString(o.warmupSeconds()), Integer.toString(o.healthySeconds()),
                 Integer.toString(o.outageSeconds()), Integer.toString(o.afterSeconds()),
@@ -158,8 +159,11 @@ final class RealRelayRun {
         "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1");
     for (int attempt = 1; ; attempt++) {
       Path log = work.resolve("relay-" + r + (attempt == 1 ? "" : "-start" + attempt) + ".log");
-      ChildProcess relay = new ChildProcess("relay-" + r, log, List.of(ChildProcess.java(), "-Xms64m",
-          "-Xmx" + o.relayHeap(), "-XX:+UseSerialGC", "-jar", o.coordinatorJar().toString()), env);
+      List<String> command = new ArrayList<>(List.of(ChildProcess.java(), "-Xms64m", "-Xmx" + o.relayHeap(),
+          "-XX:+UseSerialGC"));
+      command.addAll(o.profileOptions(design, "relay-" + r));
+      command.addAll(List.of("-jar", o.coordinatorJar().toString()));
+      ChildProcess relay = new ChildProcess("relay-" + r, log, command, env);
       long until = System.currentTimeMillis() + 60_000;
       while (true) {
         try (RespClient c = new RespClient("127.0.0.1", port, 500)) {

@@ -23,6 +23,9 @@ public final class RealRelayStorm {
   public static void main(String[] args) throws Exception {
     RealRelayOptions o = RealRelayOptions.parse(args);
     Files.createDirectories(o.outDir());
+    if (o.profileDir() != null) {
+      Files.createDirectories(o.profileDir());
+    }
     Instant started = Instant.now().truncatedTo(ChronoUnit.SECONDS);
     List<RealRelaySummary> summaries = new ArrayList<>();
     for (String design : o.designs()) {

@@ -99,4 +99,14 @@ class RealRelayFiguresTest {
     assertEquals(true, sum.decidedByTheTier());
     assertEquals(true, sum.row().contains("P99 OVER") && sum.row().contains("| NO (issued 0.950-1.000"), sum.row());
   }
+
+  @Test
+  void aProfiledRunRecordsEveryChildJvmIntoAFileOfItsOwn() {
+    RealRelayOptions plain = RealRelayOptions.parse(new String[] {"--designs", "direct"});
+    assertEquals(java.util.List.of(), plain.profileOptions("direct", "client-0"), "no recorder unless asked for");
+    RealRelayOptions profiled = RealRelayOptions.parse(new String[] {"--designs", "direct", "--profile-dir", "p"});
+    assertEquals(java.util.List.of("-XX:StartFlightRecording=filename="
+            + java.nio.file.Path.of("p").toAbsolutePath().resolve("relay-relay-2.jfr") + ",settings=profile,dumponexit=true"),
+        profiled.profileOptions("relay", "relay-2"));
+  }
 }
