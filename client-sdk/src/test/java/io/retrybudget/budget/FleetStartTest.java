@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.retrybudget.budget.internal.FleetCount;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.WindowRing;
 import io.retrybudget.testing.Eventually;
@@ -105,6 +106,19 @@ class FleetStartTest {
     return perSecond;
   }
 
+  /** Redis's clock, ms: budget.lua counts a budget's clients per epoch of it ({@link FleetCount}). */
+  private static long redisMillis() {
+    List<?> time = (List<?>) redis.server().call("TIME");
+    return Long.parseLong(String.valueOf(time.get(0))) * 1000 + Long.parseLong(String.valueOf(time.get(1))) / 1000;
+  }
+
+  /** Where an epoch of the fleet count ended between two readings of Redis's clock: "" when none did. */
+  private static String epochEnd(long from, long to) {
+    long end = (FleetCount.epochOf(from) + 1) * FleetCount.EPOCH_MILLIS;
+    return end > to ? "" : "; an epoch of the fleet count ended " + (end - from) + " ms into the run's "
+        + (to - from) + " ms of Redis time";
+  }
+
   private long degraded() {
     return fleet.stream().filter(RedisRetryBudget::isDegraded).count();
   }
@@ -144,6 +158,7 @@ class FleetStartTest {
     }
     BudgetConfig config = BudgetConfig.builder("ten-processes").windowSeconds(60).build();
     List<CompletableFuture<Void>> flushes = new ArrayList<>();
+    long redisStart = redisMillis();
     for (int i = 0; i < FLEET; i++) {
       fleet.add((RedisRetryBudget) processes.get(i % 10).budget(config));
       if (i % 590 == 589) {
@@ -159,13 +174,24 @@ class FleetStartTest {
     }
     long whileMade = callsSent();
     long[] calls = run(20);
-    System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: " + Arrays.toString(calls));
+    // Known defect, not this test's: budget.lua's fleet estimate, the larger of this epoch's count and
+    // the last one's, misses clients when an epoch (120 s of Redis's clock) ends while the fleet is
+    // still being heard from: those heard only before the end and those first heard after it are in
+    // no one count until every client has called again (an interval, 5.6 s here). Told a smaller
+    // fleet, clients flush sooner: 2,602 and 2,628 calls in seconds 9 and 10 with the epoch ending
+    // 3.5 s (Redis time) after the fleet began to be made. The run's real time decides whether an
+    // epoch ends in its first seconds (a few runs in a hundred on an idle machine, more on a loaded
+    // one, whose run takes longer): the messages say when one did.
+    String epoch = epochEnd(redisStart, redisMillis());
+    System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: "
+        + Arrays.toString(calls) + epoch);
     // the ramp, then the ceiling
     long ramp = whileMade + calls[0] + calls[1];
     assertTrue(ramp <= 6L * CEILING, ramp + " calls while the fleet was made (1.7 s) and in the 2 s after: " + whileMade
-        + " then " + Arrays.toString(calls));
+        + " then " + Arrays.toString(calls) + epoch);
     for (int s = 2; s < calls.length; s++) {
-      assertTrue(calls[s] <= CEILING * 5L / 4, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls) + ")");
+      assertTrue(calls[s] <= CEILING * 5L / 4, "second " + s + ": " + calls[s] + " calls (all: " + Arrays.toString(calls)
+          + ")" + epoch);
     }
     assertEquals(0, degraded(), "no budget degraded");
   }

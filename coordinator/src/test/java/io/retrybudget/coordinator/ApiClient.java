@@ -68,12 +68,21 @@ final class ApiClient implements AutoCloseable {
   }
 
   Response write(String operationId, String method, String path, String body, String bearer) throws Exception {
+    return send(operationId, writeRequest(method, path, body, bearer));
+  }
+
+  /** As {@link #write(String, String, String, String)}, waited for up to {@code timeout}. */
+  Response writeWithin(String operationId, String method, String path, String body, Duration timeout) throws Exception {
+    return send(operationId, writeRequest(method, path, body, token), timeout);
+  }
+
+  private HttpRequest.Builder writeRequest(String method, String path, String body, String bearer) {
     HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path))
         .method(method, HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json");
     if (bearer != null) {
       b.header("Authorization", "Bearer " + bearer);
     }
-    return send(operationId, b);
+    return b;
   }
 
   /** Sends without the contract check, for paths the contract does not describe (404s). */
@@ -82,7 +91,12 @@ final class ApiClient implements AutoCloseable {
   }
 
   Response send(String operationId, HttpRequest.Builder request) throws Exception {
-    HttpResponse<String> r = http.send(request.timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+    return send(operationId, request, Duration.ofSeconds(10));
+  }
+
+  /** As {@link #send(String, HttpRequest.Builder)}, waited for up to {@code timeout} (a coordinator loaded on purpose). */
+  Response send(String operationId, HttpRequest.Builder request, Duration timeout) throws Exception {
+    HttpResponse<String> r = http.send(request.timeout(timeout).build(), HttpResponse.BodyHandlers.ofString());
     validate(operationId, r);
     return new Response(r.statusCode(), r.body(), r);
   }

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.retrybudget.retry.FakeTime;
 import io.retrybudget.retry.HedgePolicy;
+import io.retrybudget.retry.RetryListener;
 import io.retrybudget.retry.RetryPolicy;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -17,19 +19,37 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** Hedged requests over real HTTP to two local replicas, one of them stalled. */
+/**
+ * Hedged requests over real HTTP to two local replicas, one of them stalled until the test ends. The
+ * hedge delay runs on fake time: the test moves it on once it has seen where a call's first attempt
+ * went, so which calls are hedged depends on the replica each call started on, not on how fast this
+ * machine answers a request.
+ */
 class HedgedHttpTest {
+  private static final Duration HEDGE_DELAY = Duration.ofMillis(50);
+  /**
+   * The longest wait for a loopback request to arrive or be answered. Nothing is measured against
+   * it: that takes milliseconds, and at a load of 16 on 2 cores (an eighth of a core for this
+   * process) still well under a second. The stalled replica answers only when the test ends, so a
+   * call that waited for it would not answer within this at all.
+   */
+  private static final long WAIT_SECONDS = 30;
   private final CountDownLatch release = new CountDownLatch(1);
   private final AtomicInteger slowHits = new AtomicInteger();
   private final AtomicInteger fastHits = new AtomicInteger();
   private final List<String> fastAttemptHeaders = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+  /** Where each request arrived, in order: "slow" or "fast", and its X-Retry-Attempt. */
+  private final BlockingQueue<String> arrivals = new LinkedBlockingQueue<>();
   private HttpServer slow;
   private HttpServer fast;
 
@@ -37,16 +57,19 @@ class HedgedHttpTest {
     HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     s.setExecutor(Executors.newCachedThreadPool()); // stalled requests must not starve the others
     s.createContext("/", ex -> {
+      String attempt = ex.getRequestHeaders().getFirst("X-Retry-Attempt");
       if (stalled) {
         slowHits.incrementAndGet();
+        arrivals.add("slow " + attempt);
         try {
-          release.await(10, TimeUnit.SECONDS); // a replica in a long pause
+          release.await(5, TimeUnit.MINUTES); // a replica in a pause that outlasts the test
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
         }
       } else {
         fastHits.incrementAndGet();
-        fastAttemptHeaders.add(ex.getRequestHeaders().getFirst("X-Retry-Attempt"));
+        fastAttemptHeaders.add(attempt);
+        arrivals.add("fast " + attempt);
       }
       respond(ex, stalled ? "slow" : "fast");
     });
@@ -70,33 +93,69 @@ class HedgedHttpTest {
     }
   }
 
+  private String nextArrival() throws InterruptedException {
+    String a = arrivals.poll(WAIT_SECONDS, TimeUnit.SECONDS);
+    assertTrue(a != null, "no request arrived within " + WAIT_SECONDS + " s");
+    return a;
+  }
+
   @Test
   void aStalledReplicaIsHedgedOnTheOther() throws Exception {
     slow = server(true);
     fast = server(false);
     List<URI> replicas = List.of(URI.create("http://127.0.0.1:" + slow.getAddress().getPort()),
         URI.create("http://127.0.0.1:" + fast.getAddress().getPort()));
+    FakeTime time = new FakeTime();
+    AtomicInteger hedges = new AtomicInteger();
     RetryingHttpClient client = RetryingHttpClient.builder(HttpClient.newHttpClient())
         .policy(RetryPolicy.builder().maxAttempts(3).build())
-        .hedging(HedgePolicy.fixedDelay(Duration.ofMillis(50)).build())
+        .hedging(HedgePolicy.fixedDelay(HEDGE_DELAY).build())
         .replicas(replicas)
+        .listener(new RetryListener() {
+          @Override
+          public void onHedge(int attempt) {
+            hedges.incrementAndGet();
+          }
+        })
+        .executor(e -> e.scheduler(time).nanoClock(time::nanos))
         .build();
-    int calls = 20;
-    for (int i = 0; i < calls; i++) {
-      long start = System.nanoTime();
-      HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create("http://placeholder/orders/" + i)).build(),
+    // calls start on a random replica: enough calls that each replica got the first attempt of a few
+    int calls = 0;
+    int startedStalled = 0;
+    int startedHealthy = 0;
+    while ((startedStalled < 3 || startedHealthy < 3) && calls < 200) {
+      int hedgesBefore = hedges.get();
+      CompletableFuture<HttpResponse<String>> call = client.sendAsync(
+          HttpRequest.newBuilder(URI.create("http://placeholder/orders/" + calls)).build(),
           HttpResponse.BodyHandlers.ofString());
-      long ms = (System.nanoTime() - start) / 1_000_000;
-      assertEquals("fast", r.body());
-      assertTrue(ms < 2_000, "call " + i + " took " + ms + " ms");
+      calls++;
+      String first = nextArrival();
+      if (first.equals("slow 1")) {
+        startedStalled++;
+        time.advance(HEDGE_DELAY.toNanos() - 1);
+        assertEquals(hedgesBefore, hedges.get(), "hedged before the hedge delay");
+        time.advance(1);
+        assertEquals(hedgesBefore + 1, hedges.get(), "hedged at the hedge delay");
+        assertEquals("fast 2", nextArrival(), "the hedge goes to the other replica");
+      } else {
+        assertEquals("fast 1", first);
+        startedHealthy++;
+      }
+      // the stalled replica answers only after the test: an answer now is the healthy one's
+      HttpResponse<String> r = call.get(WAIT_SECONDS, TimeUnit.SECONDS);
+      assertEquals("fast", r.body(), "call " + calls);
+      if (first.equals("fast 1")) {
+        assertEquals(hedgesBefore, hedges.get(), "no hedge while no time passed");
+      }
     }
-    assertEquals(calls, fastHits.get(), "every call got its answer from the healthy replica");
-    assertTrue(slowHits.get() > 0 && slowHits.get() < calls, "calls start on a random replica: " + slowHits.get());
-    // calls that started on the stalled replica were answered by a hedge (attempt 2) on the other;
-    // a slow first request on the healthy one may also have been hedged, onto the stalled one
-    long hedgeAnswers = fastAttemptHeaders.stream().filter("2"::equals).count();
-    assertTrue(hedgeAnswers > 0 && hedgeAnswers <= slowHits.get(), hedgeAnswers + " hedge answers, " + slowHits + " stalled");
+    assertTrue(startedStalled >= 3 && startedHealthy >= 3,
+        "calls start on a random replica: " + startedStalled + " on the stalled one of " + calls);
+    assertEquals(calls, fastHits.get(), "every call got its answer from the healthy replica, once");
+    assertEquals(startedStalled, slowHits.get(), "only first attempts went to the stalled replica");
+    // every call that started on the stalled replica was answered by its hedge (attempt 2) on the other
+    assertEquals(startedStalled, fastAttemptHeaders.stream().filter("2"::equals).count(), fastAttemptHeaders.toString());
     assertTrue(fastAttemptHeaders.stream().allMatch(h -> h.equals("1") || h.equals("2")), fastAttemptHeaders.toString());
+    client.close();
   }
 
   @Test
