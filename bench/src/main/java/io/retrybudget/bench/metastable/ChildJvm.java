@@ -37,13 +37,12 @@ final class ChildJvm implements AutoCloseable {
     // (15-35 MB copied, the collector waiting for a core), which alone made the run inconclusive.
     // Serial: on 2 cores shared by 4 busy JVMs, G1 (20 ms target) paused 250-320 ms, Parallel GC 1-4
     // s and Shenandoah (concurrent, its threads competing for the cores) left the tickers up to 479
-    // ms late. Pre-touched (about 20 s at start for 4 x 2 GB): without it the first round's trigger
-    // ran 116-118 ms late in two client JVMs as their first touches of the heap's pages were served;
-    // a metaspace large
+    // ms late. Not pre-touched: touching 4 x 2 GB took about 25 s of the 5 minutes, and the first
+    // round was late in its trigger with it as without it; a metaspace large
     // enough that loading the classes costs no full collection. -Dmetastable.gc=<flags,comma,separated>
     // replaces the collector's flags, to compare
     cmd.addAll(List.of(System.getProperty("metastable.gc",
-        "-Xms2g,-Xmx2g,-Xmn1792m,-XX:SurvivorRatio=14,-XX:+AlwaysPreTouch,-XX:+UseSerialGC").split(",")));
+        "-Xms2g,-Xmx2g,-Xmn1792m,-XX:SurvivorRatio=14,-XX:+UseSerialGC").split(",")));
     cmd.addAll(List.of("-XX:MetaspaceSize=128m", "-Xlog:gc:file=" + log + ".gc",
         "-Xss512k",
         "-Djava.awt.headless=true",

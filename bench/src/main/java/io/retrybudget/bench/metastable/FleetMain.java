@@ -46,7 +46,7 @@ import java.util.function.LongSupplier;
  */
 public final class FleetMain {
   /** Seconds of warm-up traffic before the first round. */
-  static final int WARM_UP_SECONDS = 10;
+  static final int WARM_UP_SECONDS = 13;
   private static final long PROBE_MILLIS = 10;
 
   private FleetMain() {}
@@ -126,26 +126,27 @@ public final class FleetMain {
   /**
    * {@value #WARM_UP_SECONDS} s of warm-up to each unit of the round, through one client per unit with
    * the unit's kind of budget (under a budget name of its own), on the run's HTTP clients and
-   * timers, in two halves: the run's policy at the base rate (the healthy paths), then a third of
-   * the base rate with a per-attempt timeout of S / 3, so that every attempt times out while the
-   * backend still serves it (the storm's paths: timeouts and cancelled exchanges, backoff, retries,
-   * budgets that deny, wasted work and deadline answers in the backend) without a queue: three
-   * attempts a call at a third of the rate is the base rate, 70 % of the capacity. Then {@code 2 T}
-   * for the last calls to end. (Three times the base rate for half of it, to compile the storm's
-   * paths with the run's policy, left the naive backend's queue full and its event loop seconds
-   * late when the clock started; with the healthy half alone, the first round's storm compiled them
-   * and its client JVMs ran 116-146 ms late in its trigger.)
+   * timers, in two halves: the run's policy at the base rate (the healthy paths), then the base rate
+   * with a per-attempt timeout of S / 3, so that every attempt times out while the backend still
+   * serves it: a storm (timeouts and cancelled exchanges, new connections, backoff, retries, budgets
+   * that deny, a full FIFO queue's 503s and wasted work) whose attempts stop with its first attempts.
+   * Then the last retries end and a full queue drains before the clock starts. (Three times the base
+   * rate with the run's policy left the naive backend's queue full and its event loop seconds late
+   * when the clock started; with only the healthy half, or a third of the rate in the second, the
+   * first round's trigger ran 116-300 ms late in its storm's first seconds, the JVMs' first.)
    */
   private static void warmUp(Round round, Params params, int jvms, Map<Integer, HttpClient> http,
       Map<Integer, RedisBudgetClient> redis, RetryScheduler scheduler, ScheduledExecutorService ticker)
       throws InterruptedException {
-    int half = WARM_UP_SECONDS / 2;
+    int half = 5; // the healthy half; the storm takes the rest
     // the last calls end: healthy ones within T; timed-out ones after up to two backoffs of at most the cap
     long failed = warmPhase(round, params, params.firstRate() / jvms, half,
         params.attemptTimeoutMillis() + 2L * params.serviceMillis(), http, redis, scheduler, ticker);
     Params storm = params.withAttemptTimeout(Math.max(1, params.serviceMillis() / 3));
-    failed += warmPhase(round, storm, params.firstRate() / jvms / 3, WARM_UP_SECONDS - half,
-        2L * params.backoffCapMillis() + 2L * params.serviceMillis(), http, redis, scheduler, ticker);
+    // a full queue (the backend's limit) drains in queue / capacity once the attempts stop
+    long queueDrain = 1000L * params.queueLimit() * params.serviceMillis() / (1000L * params.workers());
+    failed += warmPhase(round, storm, params.firstRate() / jvms, WARM_UP_SECONDS - half,
+        2L * params.backoffCapMillis() + 2L * params.serviceMillis() + queueDrain, http, redis, scheduler, ticker);
     System.out.println("warm-up: " + failed + " calls without a 200");
   }
 
