@@ -233,11 +233,13 @@ public final class CostCurveChart {
     void marks(Graphics2D g, List<Point> points, java.util.function.ToDoubleFunction<Point> value, Color c) {
       g.setColor(c);
       g.setStroke(new BasicStroke(2.5f));
+      int off = 0; // off-scale labels of one series, one under the other (neighbouring sizes overlapped)
       for (Point p : points) {
         double v = value.applyAsDouble(p);
         g.drawOval(x(p.clients()) - 8, y(v) - 8, 16, 16);
         if (!logY && v > yMax) {
-          g.drawString(String.format("%.1f s, off the scale", v), x(p.clients()) + 12, y(v) + 5 + (c.equals(RELAY) ? 18 : 0));
+          g.drawString(String.format("%.1f s, off the scale", v), x(p.clients()) + 12,
+              y(v) + 5 + (c.equals(RELAY) ? 18 : 0) + 36 * off++);
         }
       }
     }
