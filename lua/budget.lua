@@ -21,7 +21,7 @@ local BUCKETS = 10
 local RING = 11
 local CLIENT_TTL_WINDOWS = 6
 -- The fleet is counted per epoch of FLEET_MS, whatever the window: each client once per epoch, and
--- the estimate is the larger of this epoch's count and the last one's. An epoch outlasts the longest
+-- the estimate is the clients of this epoch and the last one together. An epoch outlasts the longest
 -- wait between a live client's calls (its stretched flush interval: at most 1.25 x 60 s), so every
 -- live client is in the last epoch's count, and no boundary (of a bucket, a window or an epoch) and
 -- no change of window_s drops clients from the estimate. lua/README.md, "The fleet's size".
@@ -238,9 +238,12 @@ if type(listed) == 'table' and listed.err then return broken(idx_key, 'type', 'i
 -- (a replay after a reconnect) or late is not applied twice. Its entry: `<last seq>:<fleet epoch it
 -- was last counted in>`.
 -- Fleet size: the field '' of the same hash (never a client id: '' turns counting off) holds
--- `<epoch>:<clients counted in it>:<clients counted in the epoch before>`. A client is counted once
--- in each epoch it calls in; the estimate is the larger of the two counts, so a live client (one
--- call per epoch at least) never drops out of it, at an epoch's start or when window_s changes.
+-- `<epoch>:<clients counted in it>:<clients counted in the epoch before, and those new in this one>`.
+-- A client is counted once in each epoch it calls in, in the second count too when it was not in the
+-- epoch before (fleet_new); the estimate is the larger of the two counts (the second, but for records
+-- an older SDK wrote), so a live client (one call per epoch at least) never drops out of it, at an
+-- epoch's start or when window_s changes, and a fleet that starts as an epoch ends is counted whole:
+-- the larger of its two parts, before, let its clients flush up to twice as often as the ceiling allows.
 -- Entries stamped ahead of Redis's clock (written before a failover to a replica whose clock is
 -- behind, or by an older SDK in bucket numbers) are counted again in the current epoch, and the
 -- record's counts are carried into it as the epoch before, so the estimate does not fall either.
@@ -272,6 +275,7 @@ if client_id ~= '' then
   if counted ~= epoch then
     count_client = true
     fleet_now = trust_add(fleet_now, 1, bucket_cap)
+    if fleet_new(counted, epoch) then fleet_before = trust_add(fleet_before, 1, bucket_cap) end
     fleet_changed = true
   end
   client_entry = string.format('%d:%d', seq, epoch)

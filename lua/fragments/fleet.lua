@@ -13,4 +13,12 @@ local function fleet_read(record, epoch)
   if e < epoch then return 0, n, false end
   return 0, math.max(n, p), false
 end
+-- Whether a client last counted in epoch `counted` (nil: never) is new to the union of this epoch's
+-- clients and the epoch before's, so that the second count grows with it: the estimate is then every
+-- client heard from in the two epochs, not the larger of two parts of it. A client of a later epoch (an
+-- entry stamped ahead of the clock) is in the count carried over from the record; one last counted two
+-- or more epochs ago is new (in the rare record carried from an epoch before the last, that errs high).
+local function fleet_new(counted, epoch)
+  return counted == nil or counted < epoch - 1
+end
 -- fragments/fleet.lua: end

@@ -174,14 +174,13 @@ class FleetStartTest {
     }
     long whileMade = callsSent();
     long[] calls = run(20);
-    // Known defect, not this test's: budget.lua's fleet estimate, the larger of this epoch's count and
-    // the last one's, misses clients when an epoch (120 s of Redis's clock) ends while the fleet is
-    // still being heard from: those heard only before the end and those first heard after it are in
-    // no one count until every client has called again (an interval, 5.6 s here). Told a smaller
-    // fleet, clients flush sooner: 2,602 and 2,628 calls in seconds 9 and 10 with the epoch ending
-    // 3.5 s (Redis time) after the fleet began to be made. The run's real time decides whether an
-    // epoch ends in its first seconds (a few runs in a hundred on an idle machine, more on a loaded
-    // one, whose run takes longer): the messages say when one did.
+    // An epoch (120 s of Redis's clock) may end while the fleet is still being heard from. budget.lua's
+    // estimate was the larger of this epoch's count and the last one's, so those heard only before the
+    // end and those first heard after it were in no one count until every client had called again (an
+    // interval, 5.6 s here); told a smaller fleet, clients flushed sooner: 2,602 and 2,628 calls in
+    // seconds 9 and 10 with the epoch ending 3.5 s after the fleet began to be made. The second count
+    // now holds both (FleetCountTest.aFleetThatStartsAsAnEpochEndsIsCountedWhole); the run's real time
+    // decides whether an epoch ends in its first seconds, and the messages say when one did.
     String epoch = epochEnd(redisStart, redisMillis());
     System.out.println("10 x 1,000 budgets made over 1.7 s: " + whileMade + " calls meanwhile, then per second: "
         + Arrays.toString(calls) + epoch);

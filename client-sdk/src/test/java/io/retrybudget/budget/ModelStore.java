@@ -160,8 +160,9 @@ final class ModelStore implements FleetRegistry.Port {
     if (!countedIn.containsKey(clientId)) {
       lastNewClientAt = now;
     }
-    if (!Long.valueOf(epoch).equals(countedIn.put(clientId, epoch))) {
-      fleet = fleet.counted();
+    Long last = countedIn.put(clientId, epoch);
+    if (!Long.valueOf(epoch).equals(last)) {
+      fleet = fleet.counted(FleetCount.newToUnion(last, epoch));
     }
     long floorPpm = minRetriesPerSecond * PPM;
     counts.add(now, call.requests(), call.retries(), call.denied());

@@ -9,8 +9,8 @@ import java.util.Map;
  * The clients of one budget a relay has heard from: each one's last report number, so that a report
  * that arrives again (a transport's re-send, a reply lost and the call repeated) or late is applied at
  * most once, and how many clients there are, counted per fleet epoch as budget.lua counts them in
- * Redis ({@link FleetCount}: each client once per epoch it reports in, the estimate the larger of this
- * epoch's count and the last one's). Time comes in as an argument. Not thread-safe: the relay's host
+ * Redis ({@link FleetCount}: each client once per epoch it reports in, the estimate the clients of this
+ * epoch and the last one together). Time comes in as an argument. Not thread-safe: the relay's host
  * runs each budget on one thread.
  *
  * <p>Bounded: it keeps at most {@code maxClients} clients. One more evicts the client that reported
@@ -88,15 +88,16 @@ public final class ReportLedger {
     e.lastSeq = seq;
     if (e.epoch != epoch) {
       // an entry stamped ahead of this clock (a clock that went back) is counted again, as budget.lua does
+      boolean fresh = FleetCount.newToUnion(e.epoch == Long.MIN_VALUE ? null : e.epoch, epoch);
       e.epoch = epoch;
-      fleet = fleet.counted();
+      fleet = fleet.counted(fresh);
     }
     return Verdict.NEW;
   }
 
   /**
-   * The clients of this budget: the larger of those counted in this epoch and in the one before, at
-   * most {@code maxClients}.
+   * The clients of this budget: those counted in this epoch and in the one before together, at most
+   * {@code maxClients}.
    */
   public long clients(long nowMillis) {
     return Math.min(maxClients, FleetCount.read(fleet, FleetCount.epochOf(nowMillis)).estimate());

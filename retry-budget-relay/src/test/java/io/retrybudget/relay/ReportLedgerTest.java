@@ -38,6 +38,24 @@ class ReportLedgerTest {
     assertEquals(1, l.clients(2 * E + 1));
   }
 
+  /** A fleet of 10 starting as an epoch ends (4 report before, 6 after) is 10, not its larger part, 6. */
+  @Test
+  void aFleetThatStartsAsAnEpochEndsIsCountedWhole() {
+    ReportLedger l = new ReportLedger();
+    for (int i = 0; i < 4; i++) {
+      l.report("c" + i, 1, E - 10);
+    }
+    for (int i = 4; i < 10; i++) {
+      l.report("c" + i, 1, E + 10);
+    }
+    assertEquals(10, l.clients(E + 20));
+    for (int i = 0; i < 4; i++) {
+      l.report("c" + i, 2, E + 30); // called again in this epoch: counted once
+    }
+    assertEquals(10, l.clients(E + 40));
+    assertEquals(10, l.clients(2 * E + 1), "the next epoch: this one's 10");
+  }
+
   @Test
   void quietClientsAreSweptOncePerEpochOffThePath() {
     ReportLedger l = new ReportLedger();

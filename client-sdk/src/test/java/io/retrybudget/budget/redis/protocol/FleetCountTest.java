@@ -136,6 +136,71 @@ class FleetCountTest {
     }
   }
 
+  /**
+   * A fleet of 10 that starts as an epoch ends: 4 clients call in the epoch's last moments, 6 in the next
+   * one's first. The estimate is all 10 from the sixth on; it was the larger part, 6 (and 4 before the
+   * fifth), until the 4 called again, up to a stretched flush interval later: clients told half their
+   * fleet flushed up to twice as often as the ceiling allows (FleetStartTest: 2,602-2,628 calls against
+   * a ceiling of 2,500). The epoch's end is staged (entries and record stamped one epoch back, as the
+   * script writes them), and the test starts over if Redis's epoch turns while it runs.
+   */
+  @Test
+  void aFleetThatStartsAsAnEpochEndsIsCountedWhole() throws Exception {
+    BudgetConfig seed = BudgetConfig.builder("straddle").build();
+    BudgetKeys k = new BudgetKeys("straddle");
+    for (int attempt = 0; ; attempt++) {
+      redis.flushAll();
+      List<ClientSequence> fresh = new ArrayList<>();
+      for (int i = 0; i < 10; i++) {
+        fresh.add(new ClientSequence("client-" + i));
+      }
+      clients.clear();
+      clients.addAll(fresh);
+      long epoch = stageLastEpoch(k, 4);
+      List<Long> answers = new ArrayList<>();
+      for (int i = 4; i < 10; i++) {
+        answers.add(flush("straddle", i, seed));
+      }
+      long status = scripts.status("straddle", seed).get(5, TimeUnit.SECONDS).activeClients();
+      if (redisEpoch() != epoch && attempt < 3) {
+        continue; // the epoch turned in between: stage it again
+      }
+      assertEquals(List.of(5L, 6L, 7L, 8L, 9L, 10L), answers, "the clients of the epoch before and the new ones");
+      assertEquals(10, status, "status");
+      // the 4 call again in this epoch: nobody is counted twice
+      for (int i = 0; i < 4; i++) {
+        clients.get(i).next(); // their first number was the staged call's
+        assertEquals(10, flush("straddle", i, seed), "client " + i + " again");
+      }
+      return;
+    }
+  }
+
+  /** Redis's fleet epoch now. */
+  private static long redisEpoch() {
+    @SuppressWarnings("unchecked")
+    List<Object> t = (List<Object>) redis.server().call("TIME");
+    return FleetCount.epochOf(Long.parseLong(t.get(0).toString()) * 1000 + Long.parseLong(t.get(1).toString()) / 1000);
+  }
+
+  /**
+   * Writes what budget.lua leaves after clients 0..n-1 each called once in the epoch before Redis's
+   * current one: their entries ({@code 1:<epoch - 1>}) and the record ({@code <epoch - 1>:n:0}). Returns
+   * the current epoch.
+   */
+  private static long stageLastEpoch(BudgetKeys k, int n) {
+    long epoch = redisEpoch();
+    List<String> args = new ArrayList<>(List.of("EVAL", """
+        redis.call('HSET', KEYS[1], '', string.format('%d:%d:0', tonumber(ARGV[1]), tonumber(ARGV[2])))
+        for i = 0, tonumber(ARGV[2]) - 1 do
+          redis.call('HSET', KEYS[1], 'client-' .. i, '1:' .. ARGV[1])
+        end
+        return 1
+        """, "1", k.clients(), Long.toString(epoch - 1), Integer.toString(n)));
+    redis.server().call(args.toArray(String[]::new));
+    return epoch;
+  }
+
   @Test
   void anOlderCallerOfStatusGetsTheClientsInTheWindow() throws Exception {
     BudgetConfig seed = BudgetConfig.builder("older").build();
@@ -157,13 +222,13 @@ class FleetCountTest {
         LuaScriptTest.assembledFragment(LuaScript.BUDGET, "fleet.lua")) + "\n";
   }
 
-  /** fleet_read and the trust caps inside Redis answer what FleetCount and TrustArithmetic answer. */
+  /** fleet_read, fleet_new and the trust caps inside Redis answer what FleetCount and TrustArithmetic answer. */
   @Test
   void theLuaRulesAreTheJavaRules() {
     String harness = sharedText() + """
         local out = {}
         for i = 0, tonumber(ARGV[1]) - 1 do
-          local o = 1 + i * 7
+          local o = 1 + i * 8
           local record = ARGV[o + 1]
           if record == 'none' then record = false end
           local n, p, kept = fleet_read(record, tonumber(ARGV[o + 2]))
@@ -173,6 +238,7 @@ class FleetCountTest {
           out[#out + 1] = trust_call_cap(tonumber(ARGV[o + 3]))
           out[#out + 1] = trust_bucket_cap(tonumber(ARGV[o + 4]))
           out[#out + 1] = trust_add(tonumber(ARGV[o + 5]), tonumber(ARGV[o + 6]), tonumber(ARGV[o + 7]))
+          out[#out + 1] = fleet_new(tonumber(ARGV[o + 8]), tonumber(ARGV[o + 2])) and 1 or 0
         end
         return out
         """;
@@ -193,9 +259,11 @@ class FleetCountTest {
       long cap = TrustArithmetic.bucketCap(bucketMs);
       long count = random.nextLong(0, cap + 1);
       long add = random.nextLong(0, 1_000_000_001);
-      inputs.add(new long[] {none ? -1 : stored, now, before, epoch, maxCalls, bucketMs, count, add, cap});
+      long lastCounted = random.nextInt(4) == 0 ? -1 : epoch + random.nextInt(-4, 3); // -1: never counted
+      inputs.add(new long[] {none ? -1 : stored, now, before, epoch, maxCalls, bucketMs, count, add, cap, lastCounted});
       args.addAll(List.of(none ? "none" : stored + ":" + now + ":" + before, Long.toString(epoch), Long.toString(maxCalls),
-          Long.toString(bucketMs), Long.toString(count), Long.toString(add), Long.toString(cap)));
+          Long.toString(bucketMs), Long.toString(count), Long.toString(add), Long.toString(cap),
+          lastCounted < 0 ? "none" : Long.toString(lastCounted)));
     }
     @SuppressWarnings("unchecked")
     List<Object> out = (List<Object>) redis.server().call(Stream.concat(Stream.of("EVAL", harness, "0"), args.stream())
@@ -204,13 +272,14 @@ class FleetCountTest {
       long[] in = inputs.get(i);
       String what = "seed " + seed + ", inputs " + java.util.Arrays.toString(in);
       FleetCount f = FleetCount.read(in[0] < 0 ? null : new FleetCount(in[0], in[1], in[2]), in[3]);
-      int o = 6 * i;
+      int o = 7 * i;
       assertEquals(f.now(), (Long) out.get(o), "now, " + what);
       assertEquals(f.before(), (Long) out.get(o + 1), "before, " + what);
       assertEquals(in[0] == in[3] ? 1L : 0L, (Long) out.get(o + 2), "kept, " + what);
       assertEquals(TrustArithmetic.callCap(in[4]), (Long) out.get(o + 3), "call cap, " + what);
       assertEquals(TrustArithmetic.bucketCap(in[5]), (Long) out.get(o + 4), "bucket cap, " + what);
       assertEquals(TrustArithmetic.add(in[6], in[7], in[8]), (Long) out.get(o + 5), "add, " + what);
+      assertEquals(FleetCount.newToUnion(in[9] < 0 ? null : in[9], in[3]) ? 1L : 0L, (Long) out.get(o + 6), "new, " + what);
     }
   }
 }
