@@ -67,7 +67,7 @@ final class FlushSchedule {
     }
     if (firstCallDeferred && !evenIfIdle) {
       // the fleet as known now: siblings made since, or a size one of them learned, push it out
-      long due = firstCallDue(fleetEstimate.getAsLong(), l.maxCallsPerSecond());
+      long due = firstCallDue(fleetEstimate.getAsLong(), l.callCeiling());
       if (now < due) {
         nextFlushAt = due;
         return Due.NOT_YET;
@@ -157,7 +157,7 @@ final class FlushSchedule {
    */
   private long interval(Learned l, long now) {
     long clients = Math.max(l.activeClients(), fleetEstimate.getAsLong());
-    return flushIntervalMillis(baseMillis, maxMillis, clients, l.maxCallsPerSecond(), permitCallsPerSecond(now));
+    return flushIntervalMillis(baseMillis, maxMillis, clients, l.callCeiling(), permitCallsPerSecond(now));
   }
 
   /**

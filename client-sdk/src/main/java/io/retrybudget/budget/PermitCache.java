@@ -130,7 +130,7 @@ final class PermitCache {
    */
   long permitsToAsk(Learned l, double ownAsksPerSecond) {
     double fleetRate = l.activeClients() <= 1 ? 0 : l.activeClients() * ownAsksPerSecond;
-    double share = l.maxCallsPerSecond() / (double) ASK_SHARE_DIVISOR;
+    double share = l.callCeiling() / (double) ASK_SHARE_DIVISOR;
     if (fleetRate <= share) {
       return 1;
     }
@@ -145,14 +145,14 @@ final class PermitCache {
     if (l.activeClients() <= 1) {
       return 1;
     }
-    long perCall = (ASK_SHARE_DIVISOR * l.refillPpm() + (long) l.maxCallsPerSecond() * PPM - 1)
-        / ((long) l.maxCallsPerSecond() * PPM);
+    long perCall = (ASK_SHARE_DIVISOR * l.refillPpm() + (long) l.callCeiling() * PPM - 1)
+        / ((long) l.callCeiling() * PPM);
     return Math.max(1, Math.min(MAX_LEASE, perCall));
   }
 
   /** How long leased permits are kept: this client's spacing of permit calls (3 N / C s), within [100 ms, one bucket]. */
   private static long leaseMillis(Learned l) {
-    long spacing = ASK_SHARE_DIVISOR * l.activeClients() * 1000L / l.maxCallsPerSecond();
+    long spacing = ASK_SHARE_DIVISOR * l.activeClients() * 1000L / l.callCeiling();
     long bucket = l.windowSeconds() * 1000L / SlidingWindowCounts.BUCKETS;
     return Math.max(MIN_LEASE_MILLIS, Math.min(bucket, spacing));
   }
@@ -167,7 +167,7 @@ final class PermitCache {
   private long denialCacheMillis(BudgetReply reply, Learned l) {
     long max = Math.max(exhaustedCacheMillis, MAX_DENIAL_CACHE_MILLIS);
     long next = reply.nextGrantMillis() < 0 ? max : reply.nextGrantMillis();
-    long spacing = ASK_SHARE_DIVISOR * Math.max(1, l.activeClients()) * 1000L / Math.max(1, l.maxCallsPerSecond());
+    long spacing = ASK_SHARE_DIVISOR * Math.max(1, l.activeClients()) * 1000L / Math.max(1, l.callCeiling());
     long min = Math.min(exhaustedCacheMillis, Math.max(1, spacing));
     return Math.max(min, Math.min(max, next));
   }

@@ -82,7 +82,7 @@ final class RedisRetryBudget implements RetryBudget {
       // request of a caller is not the slow one)
       settings.timer().execute(() -> flush(true));
     } else {
-      schedule.deferFirstCall(known, link.learned().maxCallsPerSecond());
+      schedule.deferFirstCall(known, link.learned().callCeiling());
     }
   }
 

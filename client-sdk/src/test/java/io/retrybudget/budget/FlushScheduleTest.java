@@ -24,7 +24,7 @@ class FlushScheduleTest {
    */
   private static double callsPerSecond(long clients, int c, double p, long seconds, long seed) {
     SplittableRandom r = new SplittableRandom(seed);
-    Learned l = new Learned(100_000, 10, 0, BudgetMode.ENFORCE, clients, c, 0);
+    Learned l = new Learned(100_000, 10, 0, BudgetMode.ENFORCE, clients, c, c, 0);
     FlushSchedule s = new FlushSchedule(TICK, 10_000, r::nextDouble, () -> clients, 0);
     long phase = r.nextLong(TICK);
     long flushes = 0;

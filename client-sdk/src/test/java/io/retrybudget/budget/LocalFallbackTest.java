@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 class LocalFallbackTest {
   // ratio 0.1, no floor, window 10 s; Redis counted 1 client
   private static final Learned CONFIG =
-      new Learned(100_000, 10, 0, BudgetMode.ENFORCE, 1, 2_000, 0);
+      new Learned(100_000, 10, 0, BudgetMode.ENFORCE, 1, 2_000, 2_000, 0);
 
   private static int grants(LocalFallback f, long from, int asks) {
     int granted = 0;

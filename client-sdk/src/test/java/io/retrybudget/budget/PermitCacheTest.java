@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 class PermitCacheTest {
   // a fleet of 10 clients, window 10 s (buckets of 1 s), ceiling 2,000 calls a second
   private static final Learned FLEET =
-      new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 10, 2_000, 5_000_000);
+      new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 10, 2_000, 2_000, 5_000_000);
 
   private static BudgetReply reply(String status, long granted, long nextGrantMillis) {
     return new BudgetReply(status, granted, 0, 0, 0, 0, 10, 100_000, 10, 10, "enforce", 0, nextGrantMillis, 5_000_000,
@@ -67,9 +67,9 @@ class PermitCacheTest {
     assertEquals(0, always.permitsToAsk(FLEET, 100), "a draw of 0.99 is not this client's turn");
     PermitCache lucky = new PermitCache(100, () -> 0.1);
     assertEquals(1, lucky.permitsToAsk(FLEET, 100));
-    Learned rich = new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 10, 10, 50_000_000);
+    Learned rich = new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 10, 10, 10, 50_000_000);
     assertEquals(15, PermitCache.leaseSize(rich), "3 x 50 permits a second over a ceiling of 10 calls");
     assertEquals(1, new PermitCache(100, () -> 0.99).permitsToAsk(
-        new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 1, 10, 50_000_000), 1_000), "a lone client always asks");
+        new Learned(100_000, 10, 10, BudgetMode.ENFORCE, 1, 10, 10, 50_000_000), 1_000), "a lone client always asks");
   }
 }

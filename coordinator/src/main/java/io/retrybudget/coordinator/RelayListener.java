@@ -1,6 +1,7 @@
 package io.retrybudget.coordinator;
 
 import io.retrybudget.coordinator.relay.RelayHostOptions;
+import io.retrybudget.relay.RelaySettings;
 import java.util.List;
 import java.util.Map;
 
@@ -16,13 +17,19 @@ import java.util.Map;
  *     null for none
  * @param upstreamTimeoutMillis COORDINATOR_REDIS_TIMEOUT_MS: a call of the relay's to Redis not
  *     answered within this counts as failed
+ * @param clientCallsPerSecond COORDINATOR_RELAY_CLIENT_CALLS: the calls a second the relay takes from
+ *     one budget's clients (default 100000), what it can answer: the clients stretch their flushes and
+ *     sample their asks to stay under it, as under Redis's ceiling
  */
-public record RelayListener(String host, int port, int maxConnections, String password, long upstreamTimeoutMillis) {
+public record RelayListener(String host, int port, int maxConnections, String password, long upstreamTimeoutMillis,
+    int clientCallsPerSecond) {
   public static final String DEFAULT_HOST = "0.0.0.0";
   public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
+  public static final int DEFAULT_CLIENT_CALLS = RelaySettings.defaults().clientCallsPerSecond();
   /** The variables of the relay (COORDINATOR_MODE among them). */
   public static final List<String> VARIABLES = List.of("COORDINATOR_MODE", "COORDINATOR_RELAY_PORT",
-      "COORDINATOR_RELAY_HOST", "COORDINATOR_RELAY_MAX_CONNECTIONS", "COORDINATOR_RELAY_PASSWORD");
+      "COORDINATOR_RELAY_HOST", "COORDINATOR_RELAY_MAX_CONNECTIONS", "COORDINATOR_RELAY_PASSWORD",
+      "COORDINATOR_RELAY_CLIENT_CALLS");
   /** What only the HTTP API reads: set in relay mode, each is named in a warning at start. */
   static final List<String> API_ONLY = List.of("COORDINATOR_PORT", "COORDINATOR_TOKEN", "COORDINATOR_BUDGETS_FILE",
       "COORDINATOR_BUDGETS_FILE_CHECK_MS", "COORDINATOR_MAX_BUDGETS", "COORDINATOR_AUTO_CREATE",
@@ -34,7 +41,8 @@ public record RelayListener(String host, int port, int maxConnections, String pa
   /** The options of the {@link io.retrybudget.coordinator.relay.RelayHost} this listener runs. */
   public RelayHostOptions options() {
     return RelayHostOptions.builder().host(host).port(port).maxConnections(maxConnections).password(password)
-        .upstreamTimeoutMillis(upstreamTimeoutMillis).build();
+        .upstreamTimeoutMillis(upstreamTimeoutMillis)
+        .settings(RelaySettings.builder().clientCallsPerSecond(clientCallsPerSecond).build()).build();
   }
 
   /** True when {@code COORDINATOR_MODE} is {@code relay}; refuses any value but that and {@code coordinator}. */
@@ -93,13 +101,15 @@ public record RelayListener(String host, int port, int maxConnections, String pa
     if (password != null && password.isEmpty()) {
       password = null;
     }
-    return new RelayListener(host, port, max, password, redisTimeoutMillis);
+    int clientCalls = CoordinatorConfig.intVar(env, "COORDINATOR_RELAY_CLIENT_CALLS", DEFAULT_CLIENT_CALLS, 10,
+        10_000_000);
+    return new RelayListener(host, port, max, password, redisTimeoutMillis, clientCalls);
   }
 
   /** Never the password. */
   @Override
   public String toString() {
-    return "relay on " + host + ":" + port + " (at most " + maxConnections + " connections"
-        + (password == null ? "" : ", password required") + ")";
+    return "relay on " + host + ":" + port + " (at most " + maxConnections + " connections, "
+        + clientCallsPerSecond + " client calls a second a budget" + (password == null ? "" : ", password required") + ")";
   }
 }

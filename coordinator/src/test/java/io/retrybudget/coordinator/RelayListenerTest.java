@@ -37,7 +37,7 @@ class RelayListenerTest {
   @Test
   void thePortTurnsItOnBesideTheApiWithItsDefaults() {
     CoordinatorConfig c = config("REDIS_URL", REDIS, "COORDINATOR_RELAY_PORT", "6380", "COORDINATOR_REDIS_TIMEOUT_MS", "250");
-    assertEquals(new RelayListener("0.0.0.0", 6380, 10_000, null, 250), c.relay());
+    assertEquals(new RelayListener("0.0.0.0", 6380, 10_000, null, 250, 100_000), c.relay());
     assertFalse(c.relayOnly());
     assertEquals(250, c.relay().options().upstreamTimeoutMillis());
     assertEquals("0.0.0.0", c.relay().options().host());
@@ -47,11 +47,12 @@ class RelayListenerTest {
   void relayModeRunsItAloneAndWarnsOfWhatOnlyTheApiReads() {
     CoordinatorConfig c = config("REDIS_URL", REDIS, "COORDINATOR_MODE", " relay ", "COORDINATOR_RELAY_PORT", "0",
         "COORDINATOR_RELAY_HOST", "127.0.0.1", "COORDINATOR_RELAY_MAX_CONNECTIONS", "5",
-        "COORDINATOR_RELAY_PASSWORD", "pw", "COORDINATOR_BUDGETS_FILE", "/b.json");
+        "COORDINATOR_RELAY_PASSWORD", "pw", "COORDINATOR_BUDGETS_FILE", "/b.json", "COORDINATOR_RELAY_CLIENT_CALLS", "4000");
     assertTrue(c.relayOnly());
-    assertEquals(new RelayListener("127.0.0.1", 0, 5, "pw", 1_000), c.relay());
+    assertEquals(new RelayListener("127.0.0.1", 0, 5, "pw", 1_000, 4_000), c.relay());
     assertEquals(List.of("COORDINATOR_BUDGETS_FILE is ignored: COORDINATOR_MODE=relay serves no HTTP API"), c.warnings());
     assertFalse(c.relay().toString().contains("pw"), "never the password: " + c.relay());
+    assertEquals(4_000, c.relay().options().settings().clientCallsPerSecond());
   }
 
   @Test
@@ -66,6 +67,8 @@ class RelayListenerTest {
         refusal("REDIS_URL", REDIS, "COORDINATOR_RELAY_PORT", "70000"));
     assertEquals("COORDINATOR_RELAY_MAX_CONNECTIONS must be an integer in [1, 1000000], was '0'",
         refusal("REDIS_URL", REDIS, "COORDINATOR_RELAY_PORT", "1", "COORDINATOR_RELAY_MAX_CONNECTIONS", "0"));
+    assertEquals("COORDINATOR_RELAY_CLIENT_CALLS must be an integer in [10, 10000000], was '5'",
+        refusal("REDIS_URL", REDIS, "COORDINATOR_RELAY_PORT", "1", "COORDINATOR_RELAY_CLIENT_CALLS", "5"));
     assertEquals("COORDINATOR_RELAY_HOST must be a host name or an IP address, was 'a b'",
         refusal("REDIS_URL", REDIS, "COORDINATOR_RELAY_PORT", "1", "COORDINATOR_RELAY_HOST", "a b"));
     assertEquals("COORDINATOR_RELAY_HOST is set but COORDINATOR_RELAY_PORT is not: set the port to run the relay",

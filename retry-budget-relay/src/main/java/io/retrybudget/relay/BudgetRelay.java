@@ -12,7 +12,9 @@ import java.util.function.DoubleSupplier;
 /**
  * One budget at one relay, a pure core (no I/O, no clock: time comes in as an argument; not
  * thread-safe, the host runs it on one thread). Clients send it the calls they would send budget.lua
- * ({@link #client}); it answers as budget.lua answers, from what it holds:
+ * ({@link #client}); it answers as budget.lua answers, from what it holds, with a sixteenth value, the
+ * call ceiling its clients pace against ({@link RelayArithmetic#clientCeiling}; the budget's own,
+ * {@code max_calls_per_s}, is Redis's):
  *
  * <ul>
  *   <li>their counts are summed and sent to Redis in one budget.lua call of the relay's own
@@ -246,7 +248,7 @@ public final class BudgetRelay {
     BudgetReply u = upstream;
     return new BudgetReply(status, granted, u == null ? 0 : u.requests(), u == null ? 0 : u.retries(),
         u == null ? 0 : u.denied(), u == null ? 0 : u.allowance(), fleet, ratioPpm(), windowSeconds(),
-        minRetriesPerSecond(), mode().wireName(), held, next, u == null ? 0 : u.refillPpm(),
+        minRetriesPerSecond(), mode().wireName(), held, next, u == null ? 0 : u.refillPpm(), maxCallsPerSecond(),
         RelayArithmetic.clientCeiling(settings.clientCallsPerSecond(), fleet, ledger.clients(now)));
   }
 
@@ -291,6 +293,12 @@ public final class BudgetRelay {
 
   private int windowSeconds() {
     return upstream != null ? upstream.windowSeconds() : seed != null ? seed.windowSeconds() : 10;
+  }
+
+  /** The budget's own ceiling, as Redis holds it (the seed's until Redis has answered). */
+  private int maxCallsPerSecond() {
+    return upstream != null ? upstream.maxCallsPerSecond()
+        : seed != null ? seed.maxCallsPerSecond() : BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND;
   }
 
   private int minRetriesPerSecond() {

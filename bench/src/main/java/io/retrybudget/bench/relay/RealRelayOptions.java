@@ -13,14 +13,18 @@ import java.util.List;
  * 2-core machine a client JVM of 5,000 budgets waits longer than 20 ms for its event loop at load 15
  * and up, and a fleet deciding from its LOCAL fallback is not what this run measures (the decisions'
  * latency is measured all the same; {@code --call-timeout-ms 20} runs the default).
+ *
+ * <p>{@code --relay-client-calls} is each relay's {@code COORDINATOR_RELAY_CLIENT_CALLS} (default
+ * 100,000, the relay's own default): the calls a second a relay takes from one budget's clients, which
+ * sets how often they flush and how many of their asks they send.
  */
 record RealRelayOptions(int clients, int jvms, int relays, List<String> designs, int warmupSeconds,
     int healthySeconds, int outageSeconds, int afterSeconds, long callTimeoutMillis, String name, Path outDir,
-    Path workDir, Path coordinatorJar, String clientHeap, String relayHeap, Path profileDir) {
+    Path workDir, Path coordinatorJar, String clientHeap, String relayHeap, Path profileDir, int relayClientCalls) {
 
   static final String USAGE = "options: --clients 20000 --jvms 4 --relays 4 --designs direct,relay --warmup 10 "
       + "--healthy 10 --outage 30 --after 10 --call-timeout-ms 250 --name relay27-real --out-dir bench/results/relay "
-      + "--work-dir bench/target/relay-real --coordinator-jar <coordinator's shaded jar> --client-heap 768m --relay-heap 384m [--profile-dir <dir>: a JFR recording of every client JVM and relay]";
+      + "--work-dir bench/target/relay-real --coordinator-jar <coordinator's shaded jar> --client-heap 768m --relay-heap 384m --relay-client-calls 100000 [--profile-dir <dir>: a JFR recording of every client JVM and relay]";
 
   static RealRelayOptions parse(String[] args) {
     int clients = 20_000;
@@ -39,6 +43,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
     String clientHeap = "768m";
     String relayHeap = "384m";
     Path profile = null;
+    int relayClientCalls = 100_000;
     for (int i = 0; i < args.length; i += 2) {
       if (i + 1 >= args.length) {
         throw new IllegalArgumentException(args[i] + " needs a value; " + USAGE);
@@ -61,6 +66,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
         case "--client-heap" -> clientHeap = v;
         case "--relay-heap" -> relayHeap = v;
         case "--profile-dir" -> profile = Path.of(v);
+        case "--relay-client-calls" -> relayClientCalls = positive("--relay-client-calls", v);
         default -> throw new IllegalArgumentException("unknown option " + args[i] + "; " + USAGE);
       }
     }
@@ -73,7 +79,7 @@ record RealRelayOptions(int clients, int jvms, int relays, List<String> designs,
       throw new IllegalArgumentException("--coordinator-jar must name the coordinator's shaded jar, was " + jar);
     }
     return new RealRelayOptions(clients, jvms, relays, designs, warmup, healthy, outage, after, timeout, name, out,
-        work, jar, clientHeap, relayHeap, profile);
+        work, jar, clientHeap, relayHeap, profile, relayClientCalls);
   }
 
   private static int positive(String option, String v) {

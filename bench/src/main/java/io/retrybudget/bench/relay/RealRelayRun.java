@@ -46,7 +46,11 @@ final class RealRelayRun {
   final long[] relayCpuMs;
   final double[] lagSeconds;
   final double[] sampleAtMs; // ms since the warm start at which each recorded second was read
-  final long[] countedAt; // first attempts Redis had counted at each of those reads
+  final long[] countedAt;
+  /** Redis's count of first attempts once every client had closed (flushing) and the relays had sent theirs. */
+  long countedAtEnd;
+  /** First attempts the fleet made in the whole run, warm-up included. */
+  long madeTotal; // first attempts Redis had counted at each of those reads
   String loadBefore = "";
   String loadAfter = "";
   long[] madeBy10Ms = new long[0];
@@ -139,6 +143,11 @@ final class RealRelayRun {
           throw new IllegalStateException("a client JVM exited with " + code + " (logs in " + work + ")");
         }
       }
+      // every budget flushed its last counts as it closed; the relays send theirs within 500 ms: what
+      // Redis has not counted now, it never will (lost with calls that failed or timed out)
+      Thread.sleep(1_500);
+      readRing(new WindowRing(redis, new BudgetKeys(RelayClientMain.BUDGET)));
+      countedAtEnd = counted();
       for (int j = 0; j < o.jvms(); j++) {
         read(work.resolve("client-" + j));
       }
@@ -147,6 +156,7 @@ final class RealRelayRun {
       relays.forEach(ChildProcess::close);
     }
     computeLag();
+    madeTotal = madeBy10Ms.length == 0 ? 0 : madeBy10Ms[madeBy10Ms.length - 1];
     return this;
   }
 
@@ -156,7 +166,8 @@ final class RealRelayRun {
    */
   private ChildProcess startRelay(int r, int port, RedisServerProcess redis, Path work) throws Exception {
     Map<String, String> env = Map.of("REDIS_URL", redis.uri(), "COORDINATOR_MODE", "relay",
-        "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1");
+        "COORDINATOR_RELAY_PORT", Integer.toString(port), "COORDINATOR_RELAY_HOST", "127.0.0.1",
+        "COORDINATOR_RELAY_CLIENT_CALLS", Integer.toString(o.relayClientCalls()));
     for (int attempt = 1; ; attempt++) {
       Path log = work.resolve("relay-" + r + (attempt == 1 ? "" : "-start" + attempt) + ".log");
       List<String> command = new ArrayList<>(List.of(ChildProcess.java(), "-Xms64m", "-Xmx" + o.relayHeap(),

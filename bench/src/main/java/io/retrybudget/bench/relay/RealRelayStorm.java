@@ -48,10 +48,11 @@ public final class RealRelayStorm {
           o.clients(), o.jvms(), o.relays());
       w.printf("Started %s on %d cores; %d s warm-up (not recorded), %d s healthy, %d s total outage, %d s healthy; "
           + "%d first attempts/s a client, at most %d attempts a call, a granted retry 10-100 ms later; ratio 0.1, "
-          + "floor %d/s, max_calls_per_s %,d; the SDK's call timeout %d ms.%n%n", started,
+          + "floor %d/s, max_calls_per_s %,d; the SDK's call timeout %d ms; relays take %,d client calls a second "
+          + "a budget.%n%n", started,
           Runtime.getRuntime().availableProcessors(), o.warmupSeconds(), o.healthySeconds(), o.outageSeconds(),
           o.afterSeconds(), RelayClientMain.FIRST_PER_SECOND, RelayClientMain.MAX_ATTEMPTS, RealRelaySummary.FLOOR,
-          RealRelaySummary.CEILING, o.callTimeoutMillis());
+          RealRelaySummary.CEILING, o.callTimeoutMillis(), o.relayClientCalls());
       w.println("Command: RealRelayStorm " + String.join(" ", args));
       w.println();
       w.println(RealRelaySummary.header());

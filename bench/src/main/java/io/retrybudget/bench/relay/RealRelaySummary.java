@@ -12,13 +12,18 @@ import java.util.Locale;
  * (retries granted / first attempts issued), their mean less the floor's share, Redis's script calls a
  * second, how far its count lagged, the permit decisions' p50 and p99 as the clients measured them, what
  * the relays and Redis spent (CPU per answer, per script call), and whether the harness kept pace.
+ * The lag is Redis's count against the fleet's first attempts, so counts that never arrive (lost with a
+ * call that failed or timed out: never sent twice) stay in it for the rest of the run; the first
+ * attempts Redis never counted, read once every client has closed and flushed, tell that part apart
+ * ({@code neverCounted}: as seconds of the fleet's rate, a floor under every second's lag).
  */
 record RealRelaySummary(String design, int clients, int relays, double ratioMin, double ratioMax, double ratioMean,
     double ratioMeanAfterFloor, double callsHealthy, double callsStorm, long callsMax, double lagMedian, double lagMax,
     long decisions, long p50Micros, long p99Micros, double fallbackShare, long errors, double clientCallsPerSecond,
     double relayMicrosPerAnswer, double relayCpuShare, double redisMicrosPerCall, double clientCpuPerSecondMs,
     double processesCpuPerSecondMs,
-    double paceMin, double paceMax, long lateMaxMs, long degradedMax, String loadBefore, String loadAfter) {
+    double paceMin, double paceMax, long lateMaxMs, long degradedMax, String loadBefore, String loadAfter,
+    long neverCounted, long made) {
 
   /** Every second's first attempts issued within this share of those scheduled: the harness kept pace. */
   static final double PACE_TOLERANCE = 0.02;
@@ -73,7 +78,7 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
         (Arrays.stream(r.clientCpuMs).sum() + relayCpu + Arrays.stream(r.redisCpuMs).sum()) / (double) seconds,
         paceMin, paceMax,
         Arrays.stream(r.lateMaxMs).max().orElse(0), Arrays.stream(r.degraded).max().orElse(0), r.loadBefore,
-        r.loadAfter);
+        r.loadAfter, Math.max(0, r.madeTotal - r.countedAtEnd), r.madeTotal);
   }
 
   boolean ratioInBand() {
@@ -130,16 +135,19 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
   static String costHeader() {
     return "| design | decisions in the outage (fallback share, errors) | calls/s to Redis or relays | relay CPU per answer "
         + "| relay CPU (share of a core, each) | Redis CPU per script call | client JVMs' CPU ms/s | all its processes' CPU ms/s "
-        + "(of " + Runtime.getRuntime().availableProcessors() * 1000 + ") | most budgets degraded | load before / after |\n"
-        + "|---|---|---:|---|---|---|---:|---:|---:|---|";
+        + "(of " + Runtime.getRuntime().availableProcessors() * 1000 + ") | most budgets degraded | load before / after "
+        + "| first attempts never counted (of made; as seconds of the fleet's rate) |\n"
+        + "|---|---|---:|---|---|---|---:|---:|---:|---|---|";
   }
 
   String costRow() {
-    return String.format(Locale.ROOT, "| %s | %,d (%.3f, %d) | %,.0f | %s | %s | %.1f µs | %,.0f | %,.0f | %d | %s / %s |", label(),
+    return String.format(Locale.ROOT, "| %s | %,d (%.3f, %d) | %,.0f | %s | %s | %.1f µs | %,.0f | %,.0f | %d | %s / %s "
+        + "| %,d (of %,d; %.2f s) |", label(),
         decisions, fallbackShare, errors, clientCallsPerSecond,
         relays == 0 ? "-" : String.format(Locale.ROOT, "%.1f µs", relayMicrosPerAnswer),
         relays == 0 ? "-" : String.format(Locale.ROOT, "%.2f", relayCpuShare), redisMicrosPerCall, clientCpuPerSecondMs,
-        processesCpuPerSecondMs, degradedMax, loadBefore, loadAfter);
+        processesCpuPerSecondMs, degradedMax, loadBefore, loadAfter, neverCounted, made,
+        neverCounted / (double) Math.max(1, clients * (long) RelayClientMain.FIRST_PER_SECOND));
   }
 
   /** One row a recorded second: what the clients did, what Redis and the relays did. */

@@ -75,13 +75,16 @@ public record RelayCall(String clientId, long seq, BudgetCall call) {
     return new RelayCall(clientId, seq, call);
   }
 
-  /** {@code reply} as budget.lua's 15 values: status and mode as bulk strings, the rest as integers. */
+  /**
+   * {@code reply} as budget.lua's 15 values and the relay's call ceiling (its clients' terms, the
+   * sixteenth): status and mode as bulk strings, the rest as integers.
+   */
   public static void write(BudgetReply reply, RespWriter out) {
-    out.array(15).bulk(reply.status()).integer(reply.granted()).integer(reply.requests()).integer(reply.retries())
+    out.array(16).bulk(reply.status()).integer(reply.granted()).integer(reply.requests()).integer(reply.retries())
         .integer(reply.denied()).integer(reply.allowance()).integer(reply.activeClients()).integer(reply.ratioPpm())
         .integer(reply.windowSeconds()).integer(reply.minRetriesPerSecond()).bulk(reply.mode())
         .integer(reply.available()).integer(reply.nextGrantMillis()).integer(reply.refillPpm())
-        .integer(reply.maxCallsPerSecond());
+        .integer(reply.maxCallsPerSecond()).integer(reply.callCeiling());
   }
 
   private static String text(List<byte[]> command, int i) {

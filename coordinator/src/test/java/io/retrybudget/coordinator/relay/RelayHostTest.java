@@ -127,13 +127,19 @@ class RelayHostTest {
       fromRedis = (List<?>) r.call(call);
       fromRelay = (List<?>) q.call(call);
     }
-    assertEquals(15, fromRelay.size());
+    assertEquals(15, fromRedis.size());
+    assertEquals(16, fromRelay.size(), "budget.lua's 15 values and the relay's call ceiling");
     for (int i = 0; i < 15; i++) {
       assertEquals(fromRedis.get(i).getClass(), fromRelay.get(i).getClass(), "type of element " + i);
     }
+    assertEquals(Long.class, fromRelay.get(15).getClass(), "the call ceiling, an integer");
     assertEquals("denied", fromRelay.get(0));
     assertEquals(fromRedis.subList(0, 2), fromRelay.subList(0, 2), "status and granted");
     assertEquals(fromRedis.subList(7, 11), fromRelay.subList(7, 11), "ratio, window, floor, mode");
+    assertEquals(fromRedis.get(14), fromRelay.get(14), "max_calls_per_s: the budget's own, as Redis holds it");
+    // the SDK's configuration in force is Redis's, not the relay's ceiling in its clients' terms
+    assertEquals(2_000, budget.configInForce().orElseThrow().maxCallsPerSecond(), "through a relay: "
+        + budget.configInForce());
   }
 
   @Test

@@ -81,7 +81,7 @@ class RelaySessionTest {
     assertEquals("-WRONGPASS invalid username-password pair or user is disabled.\r\n", answer(s, "AUTH", "other", "secret"));
     assertTrue(answer(s, "HELLO", "3").startsWith("-NOAUTH HELLO must be called"));
     assertTrue(answer(s, "HELLO", "3", "AUTH", "default", "secret").startsWith("%7\r\n"));
-    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)).startsWith("*15\r\n"));
+    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)).startsWith("*16\r\n"));
   }
 
   @Test
@@ -93,8 +93,8 @@ class RelaySessionTest {
   void budgetLuaBySha1OrTextGoesToTheRelayDecoded() {
     RelaySession s = session(null);
     String reply = answer(s, budgetCall("EVALSHA", LuaScript.BUDGET.sha1(), ARGV));
-    assertEquals("*15\r\n$7\r\ngranted\r\n:2\r\n:100\r\n:5\r\n:1\r\n:20\r\n:3\r\n:100000\r\n:10\r\n:10\r\n$7\r\nenforce\r\n"
-        + ":7\r\n:0\r\n:1000000\r\n:1500\r\n", reply);
+    assertEquals("*16\r\n$7\r\ngranted\r\n:2\r\n:100\r\n:5\r\n:1\r\n:20\r\n:3\r\n:100000\r\n:10\r\n:10\r\n$7\r\nenforce\r\n"
+        + ":7\r\n:0\r\n:1000000\r\n:1500\r\n:1500\r\n", reply);
     answer(s, budgetCall("EVAL", LuaScript.BUDGET.body(), ARGV));
     assertEquals(2, calls.size());
     RelayCall c = calls.get(0);
