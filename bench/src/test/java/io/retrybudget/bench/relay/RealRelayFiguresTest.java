@@ -101,6 +101,29 @@ class RealRelayFiguresTest {
   }
 
   @Test
+  void firstAttemptsNeverCountedAreToldApartFromTheDelay() {
+    RealRelayOptions o = RealRelayOptions.parse(new String[] {"--clients", "1000", "--designs", "direct",
+        "--healthy", "2", "--outage", "3", "--after", "1"});
+    RealRelayRun r = new RealRelayRun(o, "direct");
+    for (int s = 0; s < 6; s++) {
+      r.scheduled[s] = 2_000;
+      r.issued[s] = 2_000;
+      r.lagSeconds[s] = 1.6 + 0.1 * (s % 2);
+    }
+    r.madeTotal = 100_000;
+    r.countedAtEnd = 98_400; // 1,600 first attempts never counted: 0.8 s of a fleet making 2,000 a second
+    RealRelaySummary sum = RealRelaySummary.of(r);
+    assertEquals(1_600, sum.neverCounted());
+    assertEquals(0.8, sum.neverCountedSeconds(), 1e-9);
+    assertEquals(false, sum.lagUnderASecond());
+    assertEquals(true, sum.delayUnderASecond(), "1.7 s at most, of which 0.8 s never counted");
+    assertEquals(true, sum.row().contains("LAG OVER (ok less the 0.80 s never counted)"), sum.row());
+    assertEquals(true, sum.costRow().contains("| 1,600 (of 100,000; 0.80 s) |"), sum.costRow());
+    r.countedAtEnd = 100_000;
+    assertEquals(true, RealRelaySummary.of(r).row().contains("LAG OVER, "), "nothing lost: nothing to tell apart");
+  }
+
+  @Test
   void aProfiledRunRecordsEveryChildJvmIntoAFileOfItsOwn() {
     RealRelayOptions plain = RealRelayOptions.parse(new String[] {"--designs", "direct"});
     assertEquals(java.util.List.of(), plain.profileOptions("direct", "client-0"), "no recorder unless asked for");
