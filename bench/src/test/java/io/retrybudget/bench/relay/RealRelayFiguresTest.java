@@ -59,14 +59,20 @@ class RealRelayFiguresTest {
     assertEquals(0.0, RealRelayRun.lagSeconds(new long[0], 1_500, 0));
   }
 
-  @Test
-  void theSummaryJudgesEveryTargetFromTheSeconds() {
+  /** A direct run of 1,000 clients, 6 recorded seconds (2 healthy, 3 of outage, 1 after), all issued as scheduled. */
+  private static RealRelayRun sixSeconds() {
     RealRelayOptions o = RealRelayOptions.parse(new String[] {"--clients", "1000", "--designs", "direct",
         "--healthy", "2", "--outage", "3", "--after", "1"});
     RealRelayRun r = new RealRelayRun(o, "direct");
+    java.util.Arrays.fill(r.scheduled, 2_000);
+    java.util.Arrays.fill(r.issued, 2_000);
+    return r;
+  }
+
+  @Test
+  void theSummaryJudgesEveryTargetFromTheSeconds() {
+    RealRelayRun r = sixSeconds();
     for (int s = 0; s < 6; s++) {
-      r.scheduled[s] = 2_000;
-      r.issued[s] = 2_000;
       r.redisCalls[s] = 1_000 + s;
       r.lagSeconds[s] = 0.1 * s;
     }
@@ -102,12 +108,8 @@ class RealRelayFiguresTest {
 
   @Test
   void firstAttemptsNeverCountedAreToldApartFromTheDelay() {
-    RealRelayOptions o = RealRelayOptions.parse(new String[] {"--clients", "1000", "--designs", "direct",
-        "--healthy", "2", "--outage", "3", "--after", "1"});
-    RealRelayRun r = new RealRelayRun(o, "direct");
+    RealRelayRun r = sixSeconds();
     for (int s = 0; s < 6; s++) {
-      r.scheduled[s] = 2_000;
-      r.issued[s] = 2_000;
       r.lagSeconds[s] = 1.6 + 0.1 * (s % 2);
     }
     r.madeTotal = 100_000;
