@@ -2,6 +2,7 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -14,7 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * (at most what one call may report; the rest go with the next calls), is numbered by this client's
  * {@link ClientSequence}, and an applied reply replaces the {@link Learned} snapshot, tells the
  * {@link FleetRegistry} the fleet's size, the {@link ConfigInForce} the configuration and the
- * {@link FlushSchedule} when to flush next. A reply that applied nothing puts the counts back.
+ * {@link FlushSchedule} when to flush next. A reply that applied nothing puts the counts back, and so
+ * does a call refused before anyone ran it ({@link BudgetScripts#neverRun}); one whose fate is unknown
+ * (a timeout, a connection lost with it in flight) loses them: undercounting is the safe side.
  */
 final class BudgetLink {
   private final BudgetConfig seed;
@@ -51,7 +54,14 @@ final class BudgetLink {
         Math.max(need, want), seed);
     // counts beyond what one call may report (the trust model's cap) go with the next calls
     pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
-    return port.budget(c, sequence).thenApply(reply -> {
+    CompletableFuture<BudgetReply> sent = port.budget(c, sequence);
+    sent.whenComplete((reply, error) -> {
+      if (error != null && (BudgetScripts.neverRun(error) || cause(error) instanceof RoutedPort.NoWayException)) {
+        // refused before anyone ran it: its counts go with the next call (they are in the own window already)
+        pending.sendAgain(c.requests(), c.denied(), c.retries());
+      }
+    });
+    return sent.thenApply(reply -> {
       if (reply.applied()) {
         remaining = Math.max(0, reply.remaining());
         Learned told = Learned.of(reply);
@@ -66,6 +76,10 @@ final class BudgetLink {
       }
       return reply;
     });
+  }
+
+  private static Throwable cause(Throwable error) {
+    return error instanceof java.util.concurrent.CompletionException && error.getCause() != null ? error.getCause() : error;
   }
 
   /** The paced balance's whole permits in Redis's last applied reply; empty before one. */

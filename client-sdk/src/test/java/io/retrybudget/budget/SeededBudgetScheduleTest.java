@@ -298,7 +298,26 @@ class SeededBudgetScheduleTest {
     assertTrue(grants >= paced / 3 - n, "the slow phase: " + grants + " grants for " + asks + " asks, " + requests
         + " first attempts at ratio " + ratioPpm / 1e6 + ", floor " + floor + " (" + n + " budgets; decisions " + h.reasons
         + ", budgets " + budgets + ")");
+    settle(engine, store, h);
     return steps;
+  }
+
+  /**
+   * No count lost: Redis answers at once, no traffic, until every budget has flushed what it holds (its
+   * stretched interval is at most 1.25 x maxFlushInterval). The model applies every call it is sent,
+   * whether its reply comes in time, late or never; it refuses some before running them, and those
+   * counts go again ({@code BudgetScripts.neverRun}). So once settled Redis has counted every first
+   * attempt made, once (before, a refused call's counts were dropped).
+   */
+  private static void settle(FakeEngine engine, ModelStore store, ScheduleHistory h) {
+    store.faults(() -> new long[] {Delivery.FAST.ordinal(), 0});
+    long end = engine.millis() + 30_000;
+    while (engine.millis() < end && store.requestsCounted < h.firstAttempts) {
+      engine.advanceMillis(100);
+      h.check();
+    }
+    assertTrue(store.requestsCounted == h.firstAttempts, () -> "first attempts lost: " + store.requestsCounted
+        + " counted in Redis of " + h.firstAttempts + " made, 30 s after the last");
   }
 
   /** One first attempt of a random budget that fails and asks for a retry (or succeeds), then time moves on. */

@@ -114,8 +114,8 @@ public final class BudgetRelay {
   /**
    * The relay's own budget.lua call, if one is due at {@code now}: the counts summed since the last one
    * and the permits to draw. Null when none is due, one is in flight, or no client has called yet. The
-   * host sends it with the relay's client id and numbering, then calls {@link #upstreamReplied} or
-   * {@link #upstreamFailed}.
+   * host sends it with the relay's client id and numbering, then calls {@link #upstreamReplied},
+   * {@link #upstreamRefused} or {@link #upstreamFailed}.
    */
   public BudgetCall upstreamCall(long now) {
     if (seed == null || inFlight || !schedule.due(now)) {
@@ -174,6 +174,16 @@ public final class BudgetRelay {
       refusedDraws += sent.need(); // budget.lua counted the relay's refused draw as a denial
     }
     scheduleNext(now);
+  }
+
+  /**
+   * The call {@code sent} was refused before Redis ran it (the connection's queue full, the connection
+   * down: {@code BudgetScripts.neverRun}): its counts go with the next call, as a reply that applied
+   * nothing puts them back; a failure all the same (a relay whose calls are all refused is cut off).
+   */
+  public void upstreamRefused(BudgetCall sent, long now) {
+    giveBack(sent);
+    upstreamFailed(new BudgetCall(sent.name(), 0, 0, 0, sent.need(), sent.want(), sent.seed()), now);
   }
 
   /** The call {@code sent} failed or timed out: its counts are lost (it may have been applied). */

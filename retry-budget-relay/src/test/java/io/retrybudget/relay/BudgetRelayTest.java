@@ -153,6 +153,20 @@ class BudgetRelayTest {
   }
 
   @Test
+  void aCallRefusedBeforeRedisRanItGoesAgain() {
+    relay.client("a", 1, count(10), 0);
+    BudgetCall first = relay.upstreamCall(0);
+    relay.upstreamRefused(first, 1);
+    assertEquals(0, relay.lostRequests(), "never run: nothing lost");
+    assertEquals(10, relay.pendingRequests());
+    relay.client("a", 2, count(5), 2);
+    BudgetCall second = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(15, second.requests(), "refused unwritten: sent again");
+    relay.upstreamRefused(second, relay.nextUpstreamAt());
+    assertTrue(relay.cutOff(), "refused twice in a row: cut off, as after two failures");
+  }
+
+  @Test
   void aRelayCutOffFromRedisGrantsItsOwnPacedShareAndReportsItLater() {
     long t = 0;
     relay.client("a", 1, count(1), t);

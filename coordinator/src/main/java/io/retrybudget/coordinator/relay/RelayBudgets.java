@@ -2,6 +2,7 @@ package io.retrybudget.coordinator.relay;
 
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.relay.BudgetRelay;
 import io.retrybudget.relay.RelaySettings;
 import java.util.LinkedHashMap;
@@ -92,7 +93,11 @@ final class RelayBudgets implements RelaySession.Budgets {
       long t = clock.getAsLong();
       if (error != null) {
         upstreamFailures++;
-        relay.upstreamFailed(up, t);
+        if (BudgetScripts.neverRun(error)) {
+          relay.upstreamRefused(up, t); // refused unwritten: its counts go with the next call
+        } else {
+          relay.upstreamFailed(up, t);
+        }
       } else {
         relay.upstreamReplied(up, reply, t);
       }

@@ -65,6 +65,20 @@ class RelayBudgetsTest {
   }
 
   @Test
+  void aCallRefusedUnwrittenKeepsItsCountsForTheNext() {
+    budgets.call(call("a", "c1", 1, 7, 0));
+    sent.get(0).completeExceptionally(new java.util.concurrent.CompletionException(
+        new io.lettuce.core.RedisException("Request queue size exceeded: 4096. Commands are not accepted until the queue size drops.")));
+    loop.poll().run();
+    assertEquals(1, budgets.upstreamFailures());
+    assertEquals(0, budgets.relay("a").lostRequests(), "never run: nothing lost");
+    budgets.call(call("a", "c1", 2, 3, 0));
+    now += 600;
+    budgets.tick();
+    assertEquals(10, calls.get(calls.size() - 1).requests(), "the refused call's 7 go with the next");
+  }
+
+  @Test
   void anUpstreamThatThrowsIsAFailedCallNotAnEscapingError() {
     RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5, call -> {
       throw new IllegalStateException("closed");

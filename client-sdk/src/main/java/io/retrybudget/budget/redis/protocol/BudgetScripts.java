@@ -149,6 +149,25 @@ public final class BudgetScripts {
     return m.startsWith("Currently not connected") || m.startsWith("CLUSTERDOWN") || m.startsWith("TRYAGAIN");
   }
 
+  /**
+   * Whether a budget call that failed with {@code error} was run by no one, so that its counts may go
+   * with a later call without being counted twice: refused before it was written, by Lettuce (its
+   * request queue, command buffer or stack full, its connection down or closed by this client) or by
+   * Redis before running the script ({@code CLUSTERDOWN}, {@code TRYAGAIN}). An allow-list: a timeout
+   * or a connection lost with the call in flight ({@code "Connection closed"}) may have been run, and
+   * its counts stay lost (the safe side). After {@link #budget}'s own re-sends every attempt of a call
+   * that ends so was refused the same way.
+   */
+  public static boolean neverRun(Throwable error) {
+    Throwable cause = unwrap(error);
+    if (!(cause instanceof RedisException) || cause.getMessage() == null) {
+      return false;
+    }
+    String m = cause.getMessage();
+    return notSent(cause) || m.startsWith("Request queue size exceeded") || m.startsWith("Command buffer size exceeded")
+        || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed");
+  }
+
   private CompletableFuture<List<Object>> send(LuaScript script, String[] keyNames, String[] args, boolean text) {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
