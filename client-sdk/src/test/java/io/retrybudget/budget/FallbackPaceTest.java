@@ -91,6 +91,12 @@ class FallbackPaceTest {
     // over the 10 s: 4,000 first attempts x 0.1 + 10 x 10 s = 500, less the part of the first 500 ms
     // each client's first deposits go to (it starts empty), and no more than that
     assertTrue(grants >= 400 && grants <= 520, grants + " grants in 10 s");
+    // closing a degraded budget sends nothing: it would wait out the refusals' re-sends (350 ms each,
+    // one budget after another: this test's 200 took 70 s to close once refused calls kept their counts)
+    RedisRetryBudget last = fleet.get(0);
+    long calls = last.callsSent();
+    last.close();
+    assertEquals(calls, last.callsSent(), "a degraded budget's close calls no one");
   }
 
   /** A fleet whose Redis was never reachable decides from its fallback from the start: paced too. */
