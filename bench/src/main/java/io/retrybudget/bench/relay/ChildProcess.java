@@ -87,6 +87,30 @@ final class ChildProcess implements AutoCloseable {
     return process.pid();
   }
 
+  /**
+   * Waits until this process answers PING on {@code port} (a relay): true when it did, false when it
+   * exited first; throws, naming {@code log}, when neither happened within {@code timeoutMillis}. Polls
+   * every 100 ms of real time: the process is real.
+   */
+  boolean answersPing(int port, long timeoutMillis, Path log) throws InterruptedException {
+    long until = System.currentTimeMillis() + timeoutMillis;
+    while (true) {
+      try (io.retrybudget.testing.RespClient c = new io.retrybudget.testing.RespClient("127.0.0.1", port, 500)) {
+        if ("PONG".equals(c.call("PING"))) {
+          return true;
+        }
+      } catch (IOException e) {
+        if (!alive()) {
+          return false;
+        }
+        if (System.currentTimeMillis() > until) {
+          throw new IllegalStateException("no answer to PING on port " + port + " (see " + log + "): " + e);
+        }
+      }
+      Thread.sleep(100);
+    }
+  }
+
   boolean alive() {
     return process.isAlive();
   }

@@ -4,7 +4,6 @@ import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.WindowRing;
 import io.retrybudget.testing.CommandStats;
 import io.retrybudget.testing.RedisServerProcess;
-import io.retrybudget.testing.RespClient;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -175,25 +174,19 @@ final class RealRelayRun {
       command.addAll(o.profileOptions(design, "relay-" + r));
       command.addAll(List.of("-jar", o.coordinatorJar().toString()));
       ChildProcess relay = new ChildProcess("relay-" + r, log, command, env);
-      long until = System.currentTimeMillis() + 60_000;
-      while (true) {
-        try (RespClient c = new RespClient("127.0.0.1", port, 500)) {
-          if ("PONG".equals(c.call("PING"))) {
-            return relay;
-          }
-        } catch (IOException e) {
-          if (System.currentTimeMillis() > until || (!relay.alive() && attempt == 3)) {
-            relay.close();
-            throw new IllegalStateException("relay " + r + " did not answer PING on port " + port + " (see " + log
-                + "): " + e);
-          }
-          if (!relay.alive()) {
-            System.out.println("  relay " + r + " exited at start (see " + log + "): starting it again");
-            break;
-          }
+      try {
+        if (relay.answersPing(port, 60_000, log)) {
+          return relay;
         }
-        Thread.sleep(100);
+      } catch (RuntimeException e) {
+        relay.close();
+        throw new IllegalStateException("relay " + r + ": " + e.getMessage(), e);
       }
+      relay.close();
+      if (attempt == 3) {
+        throw new IllegalStateException("relay " + r + " exited at start three times (see " + log + ")");
+      }
+      System.out.println("  relay " + r + " exited at start (see " + log + "): starting it again");
     }
   }
 

@@ -6,8 +6,6 @@ import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.RedisServerProcess;
-import io.retrybudget.testing.RespClient;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -117,20 +115,16 @@ public final class RelayRoundTrip {
     ChildProcess relay = new ChildProcess("relay", work.resolve("relay.log"), List.of(ChildProcess.java(), "-Xms64m",
         "-Xmx384m", "-XX:+UseSerialGC", "-jar", jar.toString()), Map.of("REDIS_URL", redis.uri(), "COORDINATOR_MODE",
         "relay", "COORDINATOR_RELAY_PORT", Integer.toString(relayPort), "COORDINATOR_RELAY_HOST", "127.0.0.1"));
-    long until = System.currentTimeMillis() + 60_000;
-    while (true) {
-      try (RespClient c = new RespClient("127.0.0.1", relayPort, 500)) {
-        if ("PONG".equals(c.call("PING"))) {
-          return relay;
-        }
-      } catch (IOException e) {
-        if (!relay.alive() || System.currentTimeMillis() > until) {
-          relay.close();
-          throw new IllegalStateException("the relay did not answer PING (see " + work.resolve("relay.log") + ")", e);
-        }
+    try {
+      if (relay.answersPing(relayPort, 60_000, work.resolve("relay.log"))) {
+        return relay;
       }
-      Thread.sleep(100);
+    } catch (RuntimeException e) {
+      relay.close();
+      throw e;
     }
+    relay.close();
+    throw new IllegalStateException("the relay exited at start (see " + work.resolve("relay.log") + ")");
   }
 
   private static long cpuNanos() {
