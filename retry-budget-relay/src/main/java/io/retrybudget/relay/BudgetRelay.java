@@ -183,13 +183,18 @@ public final class BudgetRelay {
    */
   public void upstreamRefused(BudgetCall sent, long now) {
     giveBack(sent);
-    upstreamFailed(new BudgetCall(sent.name(), 0, 0, 0, sent.need(), sent.want(), sent.seed()), now);
+    failed(now);
   }
 
   /** The call {@code sent} failed or timed out: its counts are lost (it may have been applied). */
   public void upstreamFailed(BudgetCall sent, long now) {
-    inFlight = false;
     lostRequests += sent.requests();
+    failed(now);
+  }
+
+  /** A call to Redis came to nothing: one more failure in a row (enough of them cut the relay off). */
+  private void failed(long now) {
+    inFlight = false;
     if (++failures >= settings.failuresToCutOff() && !cutOff) {
       cutOff = true;
     }
