@@ -26,8 +26,11 @@ import java.util.function.DoubleSupplier;
  *       draws at its first ask, its next call brought forward, for its clients' paced share and burst
  *       ({@link RelayArithmetic#coldDrawSize});
  *   <li>each report is applied at most once ({@link ReportLedger}); a call Redis did not apply (stale,
- *       missing) is sent again with the next one, a call that failed is counted as lost (undercounting
- *       is the safe side; a count is never sent twice);
+ *       missing) or that was refused unsent goes with the next one; a call whose fate is unknown (a
+ *       timeout, a connection lost in flight) is sent again as it was, with its own number, until Redis
+ *       answers it ({@link #upstreamInDoubt}, {@link #resending}), so its counts are applied exactly
+ *       once; after a minute of that, or when a host cannot send it so, its counts are counted as lost
+ *       (undercounting is the safe side; a count is never applied twice);
  *   <li>after {@link RelaySettings#failuresToCutOff} failed calls in a row the relay is cut off: it
  *       decides from its own paced share, the budget's rule over its clients' first attempts with their
  *       share of the floor ({@link RelayArithmetic#floorShareMicros}); it probes Redis with empty calls
@@ -57,6 +60,7 @@ public final class BudgetRelay {
   private long refusedDraws; // denials budget.lua counted for this relay's own draws: taken off the next reports
   private long lostRequests;
   private boolean inFlight;
+  private final CallInDoubt doubt = new CallInDoubt();
   private final UpstreamSchedule schedule;
   private int failures;
   private boolean cutOff;
@@ -121,6 +125,17 @@ public final class BudgetRelay {
     if (seed == null || inFlight || !schedule.due(now)) {
       return null;
     }
+    BudgetCall again = doubt.again(now);
+    if (again != null) {
+      // the call of unknown fate goes first, as it was (a cut-off relay's probe too)
+      inFlight = true;
+      schedule.sent(now, again.want() > 0);
+      return again;
+    }
+    BudgetCall expired = doubt.release();
+    if (expired != null) {
+      lostRequests += expired.requests(); // held too long: Redis may forget the number it went with
+    }
     if (cutOff) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
       // going with calls that are likely lost
@@ -152,7 +167,12 @@ public final class BudgetRelay {
   public void upstreamReplied(BudgetCall sent, BudgetReply reply, long now) {
     inFlight = false;
     failures = 0;
-    if (!reply.applied()) {
+    boolean again = doubt.is(sent);
+    if (again) {
+      doubt.release();
+    }
+    // sent again with its number and stale: the first was applied (its grants, if any, are lost)
+    if (!reply.applied() && !(again && BudgetReply.STALE.equals(reply.status()))) {
       giveBack(sent); // nothing of it was applied: it goes with the next call
       scheduleNext(now);
       return;
@@ -182,14 +202,44 @@ public final class BudgetRelay {
    * nothing puts them back; a failure all the same (a relay whose calls are all refused is cut off).
    */
   public void upstreamRefused(BudgetCall sent, long now) {
-    giveBack(sent);
+    if (!doubt.is(sent)) { // a call in doubt refused again is still in doubt: its first may have been applied
+      giveBack(sent);
+    }
     failed(now);
   }
 
-  /** The call {@code sent} failed or timed out: its counts are lost (it may have been applied). */
-  public void upstreamFailed(BudgetCall sent, long now) {
-    lostRequests += sent.requests();
+  /**
+   * The call {@code sent} timed out, or its connection was lost with it in flight: it may have been
+   * applied. It is held and sent again as it was ({@link #resending}: with the number it went with)
+   * until Redis answers it, for at most {@link CallInDoubt#LIMIT_MILLIS}; a failure meanwhile.
+   */
+  public void upstreamInDoubt(BudgetCall sent, long now) {
+    doubt.hold(sent, now);
     failed(now);
+  }
+
+  /**
+   * The call {@code sent} failed and will not be sent again with its number (a host that cannot): its
+   * counts are lost (it may have been applied). A call in doubt stays in doubt.
+   */
+  public void upstreamFailed(BudgetCall sent, long now) {
+    if (!doubt.is(sent)) {
+      lostRequests += sent.requests();
+    }
+    failed(now);
+  }
+
+  /**
+   * Whether the call {@link #upstreamCall} returned is one of unknown fate sent again: the host sends
+   * it with the number it last went with, never a fresh one ({@code BudgetScripts.again}).
+   */
+  public boolean resending() {
+    return doubt.held() && inFlight;
+  }
+
+  /** Whether a call of unknown fate is held, to be sent again with its number. */
+  public boolean inDoubt() {
+    return doubt.held();
   }
 
   /** A call to Redis came to nothing: one more failure in a row (enough of them cut the relay off). */
@@ -367,7 +417,10 @@ public final class BudgetRelay {
     return pool.dropped();
   }
 
-  /** First attempts of calls to Redis that failed: counted as lost (they may have been applied). */
+  /**
+   * First attempts of calls to Redis given up as lost (they may have been applied): of calls in doubt
+   * longer than {@link CallInDoubt#LIMIT_MILLIS}, or that a host could not send again with their number.
+   */
   public long lostRequests() {
     return lostRequests;
   }

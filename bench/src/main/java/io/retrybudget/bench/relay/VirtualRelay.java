@@ -16,7 +16,8 @@ import java.util.concurrent.CompletableFuture;
  * client id towards Redis, a timer that sends its budget.lua call when due (every 10 ms it looks; a
  * client's call that makes one due sends it at once, as the coordinator's relay host does), and
  * the faults: killed (its clients' calls are refused at once, like a closed port; its state is gone,
- * and a restart is a new relay with a new id) and cut off from Redis (its calls to Redis fail).
+ * and a restart is a new relay with a new id) and cut off from Redis (its calls to Redis time out:
+ * in doubt, see {@link BudgetRelay#upstreamInDoubt}).
  */
 final class VirtualRelay {
   private static final long TICK_MILLIS = 10;
@@ -72,7 +73,9 @@ final class VirtualRelay {
     }
     BudgetRelay at = core;
     if (cutFromRedis) {
-      time.at(0, () -> at.upstreamFailed(call, time.millis()));
+      // a cut call never reaches Redis, and the relay cannot tell: in doubt, sent again with its number
+      // once Redis answers (the model applies that re-send, as budget.lua does a number it never saw)
+      time.at(0, () -> at.upstreamInDoubt(call, time.millis()));
     } else {
       redis.budget(call, identity).whenComplete((reply, error) -> {
         if (error != null) {

@@ -3,6 +3,7 @@ package io.retrybudget.coordinator.relay;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.NumberedCall;
 import io.retrybudget.relay.BudgetRelay;
 import io.retrybudget.relay.RelaySettings;
 import java.util.LinkedHashMap;
@@ -10,7 +11,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.DoubleSupplier;
-import java.util.function.Function;
 import java.util.function.LongSupplier;
 
 /**
@@ -18,6 +18,11 @@ import java.util.function.LongSupplier;
  * loop): clients' calls are answered at once from what the relay holds; {@link #tick} sends each
  * budget's call to Redis when one is due (at most one in flight per budget) and its answer comes back
  * through {@code loop}, the same thread. Nothing here blocks: the upstream is a future.
+ *
+ * <p>A call refused unsent goes back to its relay ({@link BudgetRelay#upstreamRefused}); any other
+ * failure (a timeout, a connection lost in flight) leaves its fate unknown: the relay holds it and it
+ * goes again with the number it was last sent with ({@link BudgetRelay#upstreamInDoubt},
+ * {@link Upstream#again}), so its counts are applied exactly once.
  */
 final class RelayBudgets implements RelaySession.Budgets {
   private final Map<String, BudgetRelay> relays = new LinkedHashMap<>();
@@ -25,17 +30,40 @@ final class RelayBudgets implements RelaySession.Budgets {
   private final int maxBudgets;
   private final LongSupplier clock;
   private final DoubleSupplier random;
-  private final Function<BudgetCall, CompletableFuture<BudgetReply>> upstream;
+  private final Upstream upstream;
+  private final Map<String, Long> doubtNumbers = new LinkedHashMap<>(); // budget -> number of its call in doubt
   private final Executor loop;
   private long upstreamCalls;
   private long upstreamFailures;
 
   /**
-   * {@code upstream} sends one budget.lua call of the relay's own to Redis (its own timeout included);
-   * {@code loop} runs a task on the thread that runs this object.
+   * The relay's calls to Redis, numbered with its own client id (each reply with the host's timeout
+   * included: {@code BudgetScripts.numbered} and {@code again}).
+   */
+  interface Upstream {
+    /** Sends {@code call} with a fresh number. */
+    Sent send(BudgetCall call);
+
+    /** Sends {@code call}, of unknown fate, again with the {@code number} it last went with. */
+    Sent again(BudgetCall call, long number);
+  }
+
+  /**
+   * A call sent: Redis's reply, and the number its last attempt went with (read once the reply is
+   * done, when no attempt follows: {@link NumberedCall}).
+   */
+  record Sent(CompletableFuture<BudgetReply> reply, LongSupplier number) {
+    static Sent of(NumberedCall call) {
+      return new Sent(call.reply(), call::number);
+    }
+  }
+
+  /**
+   * {@code upstream} sends the relay's budget.lua calls to Redis; {@code loop} runs a task on the
+   * thread that runs this object.
    */
   RelayBudgets(RelaySettings settings, int maxBudgets, LongSupplier clock, DoubleSupplier random,
-      Function<BudgetCall, CompletableFuture<BudgetReply>> upstream, Executor loop) {
+      Upstream upstream, Executor loop) {
     this.settings = settings;
     this.maxBudgets = maxBudgets;
     this.clock = clock;
@@ -83,23 +111,32 @@ final class RelayBudgets implements RelaySession.Budgets {
       return;
     }
     upstreamCalls++;
-    CompletableFuture<BudgetReply> sent;
+    String name = relay.name();
+    Sent sent;
     try {
-      sent = upstream.apply(up);
+      Long number = relay.resending() ? doubtNumbers.get(name) : null;
+      sent = number == null ? upstream.send(up) : upstream.again(up, number);
     } catch (RuntimeException e) {
-      sent = CompletableFuture.failedFuture(e);
+      upstreamFailures++;
+      relay.upstreamFailed(up, clock.getAsLong()); // not sent, or cannot tell: as a failure (a call in doubt stays so)
+      return;
     }
-    sent.whenComplete((reply, error) -> loop.execute(() -> {
+    CompletableFuture<BudgetReply> answer = sent.reply();
+    answer.whenComplete((reply, error) -> loop.execute(() -> {
       long t = clock.getAsLong();
       if (error != null) {
         upstreamFailures++;
         if (BudgetScripts.neverRun(error)) {
           relay.upstreamRefused(up, t); // refused unwritten: its counts go with the next call
         } else {
-          relay.upstreamFailed(up, t);
+          doubtNumbers.put(name, sent.number().getAsLong()); // no attempt follows a done reply: this is its last number
+          relay.upstreamInDoubt(up, t);
         }
       } else {
         relay.upstreamReplied(up, reply, t);
+      }
+      if (!relay.inDoubt()) {
+        doubtNumbers.remove(name);
       }
     }));
   }

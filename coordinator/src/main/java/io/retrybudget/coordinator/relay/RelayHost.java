@@ -1,8 +1,10 @@
 package io.retrybudget.coordinator.relay;
 
+import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.NumberedCall;
 import io.retrybudget.relay.BudgetRelay;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -67,8 +69,17 @@ public final class RelayHost extends VerticleBase {
   @Override
   public Future<?> start() {
     budgets = new RelayBudgets(options.settings(), options.maxBudgets(), options.clock(), options.random(),
-        call -> scripts.budget(call, keys.computeIfAbsent(call.name(), scripts::keys), identity)
-            .orTimeout(options.upstreamTimeoutMillis(), TimeUnit.MILLISECONDS),
+        new RelayBudgets.Upstream() {
+          @Override
+          public RelayBudgets.Sent send(BudgetCall call) {
+            return timed(scripts.numbered(call, keys(call), identity));
+          }
+
+          @Override
+          public RelayBudgets.Sent again(BudgetCall call, long number) {
+            return timed(scripts.again(call, keys(call), identity, number));
+          }
+        },
         task -> context.runOnContext(v -> task.run()));
     tickTimer = vertx.setPeriodic(TICK_MILLIS, id -> budgets.tick());
     sweepTimer = vertx.setPeriodic(SWEEP_MILLIS, id -> budgets.sweep());
@@ -76,6 +87,16 @@ public final class RelayHost extends VerticleBase {
         .setTcpNoDelay(true));
     server.connectHandler(this::connected);
     return server.listen();
+  }
+
+  private BudgetKeys keys(BudgetCall call) {
+    return keys.computeIfAbsent(call.name(), scripts::keys);
+  }
+
+  /** The host's timeout on a call to Redis: after it no attempt of the call is sent. */
+  private RelayBudgets.Sent timed(NumberedCall call) {
+    call.reply().orTimeout(options.upstreamTimeoutMillis(), TimeUnit.MILLISECONDS);
+    return RelayBudgets.Sent.of(call);
   }
 
   private void connected(NetSocket socket) {

@@ -15,7 +15,7 @@ import java.util.function.LongSupplier;
  * @param maxConnections client connections at once; one more is answered an error and closed
  * @param maxBudgets budgets the relay serves at once; a call for one more is answered an error
  * @param maxCommandBytes the largest request (budget.lua's text, sent by EVAL or SCRIPT LOAD, fits)
- * @param upstreamTimeoutMillis a call to Redis not answered within this counts as failed
+ * @param upstreamTimeoutMillis a call to Redis not answered within this is in doubt: sent again with its number
  * @param settings each budget's relay ({@link io.retrybudget.relay.BudgetRelay})
  * @param clock milliseconds, monotonic (the relay's time: leases, intervals, epochs)
  * @param random the relay's jitter and its id towards Redis

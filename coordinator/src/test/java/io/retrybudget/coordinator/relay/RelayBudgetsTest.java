@@ -21,16 +21,36 @@ class RelayBudgetsTest {
   private long now = 1_000_000;
   private final List<CompletableFuture<BudgetReply>> sent = new ArrayList<>();
   private final List<BudgetCall> calls = new ArrayList<>();
+  private final List<Long> numbers = new ArrayList<>(); // the number each call went with
+  private long lastNumber;
   private final Queue<Runnable> loop = new ArrayDeque<>();
-  private final RelayBudgets budgets = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5, call -> {
+  private final RelayBudgets budgets = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
+      new RelayBudgets.Upstream() {
+        @Override
+        public RelayBudgets.Sent send(BudgetCall call) {
+          return record(call, ++lastNumber);
+        }
+
+        @Override
+        public RelayBudgets.Sent again(BudgetCall call, long number) {
+          return record(call, number);
+        }
+      }, loop::add);
+
+  private RelayBudgets.Sent record(BudgetCall call, long number) {
     calls.add(call);
+    numbers.add(number);
     CompletableFuture<BudgetReply> f = new CompletableFuture<>();
     sent.add(f);
-    return f;
-  }, loop::add);
+    return new RelayBudgets.Sent(f, () -> number);
+  }
 
   private static RelayCall call(String budget, String client, long seq, long requests, long need) {
     return new RelayCall(client, seq, new BudgetCall(budget, requests, 0, 0, need, need, BudgetConfig.builder(budget).build()));
+  }
+
+  private static BudgetReply stale() {
+    return new BudgetReply("stale", 0, 7, 0, 0, 100, 1, 100_000, 10, 10, "enforce", 50, 0, 10_000_000, 2000);
   }
 
   private static BudgetReply counted(long requests) {
@@ -56,12 +76,53 @@ class RelayBudgetsTest {
   }
 
   @Test
-  void aFailedCallIsCountedAndItsCountsLost() {
+  void aCallOfUnknownFateGoesAgainWithItsOwnNumberAndNothingElse() {
     budgets.call(call("a", "c1", 1, 7, 0));
-    sent.get(0).completeExceptionally(new IllegalStateException("timeout"));
+    budgets.call(call("b", "c1", 1, 2, 0)); // another budget takes a number meanwhile
+    sent.get(0).completeExceptionally(new java.util.concurrent.TimeoutException());
     loop.poll().run();
     assertEquals(1, budgets.upstreamFailures());
-    assertEquals(7, budgets.relay("a").lostRequests(), "a failed call may have been applied: never sent again");
+    assertEquals(0, budgets.relay("a").lostRequests(), "in doubt, not lost");
+    assertTrue(budgets.relay("a").inDoubt());
+    budgets.call(call("a", "c1", 2, 3, 0));
+    now += 600;
+    budgets.tick();
+    int again = calls.size() - 1;
+    while (!calls.get(again).name().equals("a")) {
+      again--;
+    }
+    assertEquals(7, calls.get(again).requests(), "the same call: what came after waits");
+    assertEquals(1L, numbers.get(again), "with the number it went with, not a fresh one");
+    // Redis had applied the first: the second is stale, and the 7 are not sent a third time
+    sent.get(again).complete(stale());
+    loop.poll().run();
+    assertFalse(budgets.relay("a").inDoubt());
+    now += 600;
+    budgets.tick();
+    BudgetCall next = calls.get(calls.size() - 1);
+    assertEquals("a", next.name());
+    assertEquals(3, next.requests(), "only what came after");
+    assertTrue(numbers.get(calls.size() - 1) > 2, "a fresh number again");
+    assertEquals(0, budgets.relay("a").lostRequests());
+  }
+
+  @Test
+  void aCallInDoubtRefusedUnsentStaysInDoubt() {
+    budgets.call(call("a", "c1", 1, 7, 0));
+    sent.get(0).completeExceptionally(new IllegalStateException("Connection closed"));
+    loop.poll().run();
+    now += 600;
+    budgets.tick();
+    sent.get(1).completeExceptionally(new io.lettuce.core.RedisException("Currently not connected."));
+    loop.poll().run();
+    assertTrue(budgets.relay("a").inDoubt(), "its first may have been applied: its counts never go with a fresh number");
+    assertEquals(0, budgets.relay("a").pendingRequests());
+    now += 600;
+    budgets.tick();
+    assertEquals(List.of(1L, 1L, 1L), numbers);
+    sent.get(2).complete(counted(7));
+    loop.poll().run();
+    assertFalse(budgets.relay("a").inDoubt());
   }
 
   @Test
@@ -80,9 +141,18 @@ class RelayBudgetsTest {
 
   @Test
   void anUpstreamThatThrowsIsAFailedCallNotAnEscapingError() {
-    RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5, call -> {
-      throw new IllegalStateException("closed");
-    }, Runnable::run);
+    RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
+        new RelayBudgets.Upstream() {
+          @Override
+          public RelayBudgets.Sent send(BudgetCall call) {
+            throw new IllegalStateException("closed");
+          }
+
+          @Override
+          public RelayBudgets.Sent again(BudgetCall call, long number) {
+            throw new IllegalStateException("closed");
+          }
+        }, Runnable::run);
     BudgetReply reply = throwing.call(call("a", "c1", 1, 7, 0));
     assertEquals("counted", reply.status());
     assertEquals(1, throwing.upstreamFailures());

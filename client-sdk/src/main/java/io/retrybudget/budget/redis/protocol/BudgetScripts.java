@@ -32,6 +32,8 @@ import java.util.regex.Pattern;
  *       re-established), or that Redis refused unrun while slots moved ({@code CLUSTERDOWN},
  *       {@code TRYAGAIN}), is sent again with a fresh sequence number, up to 3 times (after 50, 100
  *       and 200 ms) while the caller still waits for it.
+ *   <li>A call whose fate is unknown (a timeout, a connection lost with it in flight) can be sent again
+ *       with the number it last went with ({@link #numbered}, {@link #again}): applied exactly once.
  * </ul>
  */
 public final class BudgetScripts {
@@ -70,30 +72,75 @@ public final class BudgetScripts {
 
   /** As {@link #budget(BudgetCall, ClientSequence)}, with the budget's keys made once by the caller ({@link #keys}). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
+    checkKeys(call, keys);
+    CompletableFuture<BudgetReply> result = new CompletableFuture<>();
+    sendBudget(call, keys, sequence, null, 0, false, 0, result);
+    return result;
+  }
+
+  /**
+   * As {@link #budget(BudgetCall, BudgetKeys, ClientSequence)}, for a caller that sends its calls of
+   * one budget one at a time and will send a call of unknown fate again ({@link #again}): the handle
+   * tells the number of its last attempt, and no attempt goes once its reply is done.
+   */
+  public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
+    checkKeys(call, keys);
+    NumberedCall handle = new NumberedCall(sequence);
+    sendBudget(call, keys, sequence, handle, 0, false, 0, handle.reply());
+    return handle;
+  }
+
+  /**
+   * Sends {@code call} again with the number {@code number} it last went with ({@link NumberedCall#number()}),
+   * its fate unknown: budget.lua applies it if the first went unapplied and answers {@link BudgetReply#STALE}
+   * if it was applied, so its counts are applied once. Correct only while no later number was sent for
+   * this budget ({@code sequence}'s calls of it one at a time) and within two fleet epochs (4 minutes, the
+   * least Redis keeps a client's last number). An empty script cache or a refusal unsent is sent again
+   * with the same number; a stale reply is the answer, never re-sent.
+   */
+  public NumberedCall again(BudgetCall call, BudgetKeys keys, ClientSequence sequence, long number) {
+    checkKeys(call, keys);
+    if (number <= 0 || number > sequence.last()) {
+      throw new IllegalArgumentException("number " + number + " was never handed out by " + sequence.clientId());
+    }
+    NumberedCall handle = new NumberedCall(sequence);
+    sendBudget(call, keys, sequence, handle, number, false, 0, handle.reply());
+    return handle;
+  }
+
+  private static void checkKeys(BudgetCall call, BudgetKeys keys) {
     if (!keys.name().equals(call.name())) {
       throw new IllegalArgumentException("keys of " + keys.name() + " for a call of " + call.name());
     }
-    CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys, sequence, false, 0, result);
-    return result;
   }
 
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys(call.name()), null, false, 0, result);
+    sendBudget(call, keys(call.name()), null, null, 0, false, 0, result);
     return result;
   }
 
-  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, boolean resent, int refused,
-      CompletableFuture<BudgetReply> result) {
+  /**
+   * One attempt: unnumbered ({@code sequence} null), with a fresh number, or with {@code fixed} (&gt; 0,
+   * {@link #again}). With a {@code handle} no attempt goes once the result is done.
+   */
+  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, NumberedCall handle, long fixed,
+      boolean resent, int refused, CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
       raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1), resent);
     } else {
       synchronized (sequence) {
-        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), sequence.next()), resent);
+        if (handle != null && handle.reply().isDone()) {
+          return; // the caller gave up (its timeout completed the reply): no attempt after that
+        }
+        long n = fixed > 0 ? fixed : sequence.next();
+        if (handle != null) {
+          handle.sentWith(n);
+        }
+        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n), resent);
       }
     }
     raw.whenComplete((list, error) -> {
@@ -105,9 +152,9 @@ public final class BudgetScripts {
           result.completeExceptionally(e);
           return;
         }
-        if (!resent && sequence != null && BudgetReply.STALE.equals(reply.status())) {
+        if (!resent && sequence != null && fixed == 0 && BudgetReply.STALE.equals(reply.status())) {
           // not applied: a call overtaken on its way (a redirect); its counts go again, once
-          sendBudget(call, k, sequence, true, refused, result);
+          sendBudget(call, k, sequence, handle, 0, true, refused, result);
         } else {
           result.complete(reply);
         }
@@ -116,13 +163,14 @@ public final class BudgetScripts {
       Throwable cause = unwrap(error);
       if (!resent && cause instanceof RedisNoScriptException) {
         // not applied: the script cache was empty. Again, with the text (caching it) and a new number
-        sendBudget(call, k, sequence, true, refused, result);
+        // (the same one for a call sent again with its own)
+        sendBudget(call, k, sequence, handle, fixed, true, refused, result);
       } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
         // refused before it was written (the node's connection is being re-established, as when a
         // master turns replica in a failover and drops its clients): again once the reconnect had time
         CompletableFuture.delayedExecutor(resendDelayMillis(refused), TimeUnit.MILLISECONDS).execute(() -> {
           if (!result.isDone()) { // not after the caller gave up (its timeout completed the future)
-            sendBudget(call, k, sequence, resent, refused + 1, result);
+            sendBudget(call, k, sequence, handle, fixed, resent, refused + 1, result);
           }
         });
       } else {

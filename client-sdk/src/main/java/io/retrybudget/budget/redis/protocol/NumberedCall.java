@@ -1,0 +1,37 @@
+package io.retrybudget.budget.redis.protocol;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One budget.lua call of a numbering client, in flight or done ({@link BudgetScripts#numbered}): its
+ * reply and the number it was last sent with. Once the reply is done no attempt of it is sent any more
+ * (not even a re-send already scheduled), so after a timeout {@link #number()} is the one number the
+ * call may have been applied under: a caller that sends it again with that number
+ * ({@link BudgetScripts#again}) has it applied exactly once, as budget.lua refuses a number it has seen.
+ */
+public final class NumberedCall {
+  private final CompletableFuture<BudgetReply> reply = new CompletableFuture<>();
+  private final ClientSequence sequence;
+  private long number; // guarded by sequence's lock
+
+  NumberedCall(ClientSequence sequence) {
+    this.sequence = sequence;
+  }
+
+  /** Redis's reply; the caller may complete it (a timeout: {@code reply().orTimeout(...)}) to give up. */
+  public CompletableFuture<BudgetReply> reply() {
+    return reply;
+  }
+
+  /** The number of the call's last attempt (0 before the first was sent). */
+  public long number() {
+    synchronized (sequence) {
+      return number;
+    }
+  }
+
+  /** Under the sequence's lock, with the reply not done: an attempt goes with {@code n}. */
+  void sentWith(long n) {
+    number = n;
+  }
+}
