@@ -7,8 +7,10 @@ import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -272,15 +274,25 @@ public final class RedisBudgetClient implements AutoCloseable {
     }
   }
 
-  /** Closes every budget (each flushes once), then the timer thread and the Redis connection. */
+  /**
+   * Closes every budget (each sends its last counts, all at once, and the close waits for their
+   * answers together, at most 2 s or the flush timeout if longer), then the timer thread and the Redis
+   * connection.
+   */
   @Override
   public void close() {
     if (closed) {
       return;
     }
     closed = true;
-    for (RedisRetryBudget budget : new ArrayList<>(budgets)) {
-      budget.close();
+    List<RedisRetryBudget> all = new ArrayList<>(budgets);
+    List<CompletableFuture<?>> last = new ArrayList<>(all.size());
+    for (RedisRetryBudget budget : all) {
+      last.add(budget.beginClose());
+    }
+    RedisRetryBudget.awaitLastCalls(last, RedisRetryBudget.closeWaitMillis(engine));
+    for (RedisRetryBudget budget : all) {
+      budget.finishClose();
     }
     scheduler.shutdownNow();
     try {

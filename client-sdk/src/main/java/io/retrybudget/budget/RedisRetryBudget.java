@@ -1,6 +1,7 @@
 package io.retrybudget.budget;
 
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -317,27 +318,55 @@ final class RedisRetryBudget implements RetryBudget {
 
   @Override
   public void close() {
+    CompletableFuture<?> last = beginClose();
+    awaitLastCalls(List.of(last), closeWaitMillis(settings));
+    fleet.forget(this);
+  }
+
+  /**
+   * Stops the budget and sends its last counts (none when it is already closed, holds none, or is
+   * DEGRADED: a degraded budget does not wait for a Redis that is not answering; a client of 200
+   * degraded budgets took 70 s to close, each waiting out the refusals' re-sends). The future is the
+   * last call's; {@link #finishClose} after it. {@link RedisBudgetClient#close} starts every budget's
+   * this way, then waits once, so a Redis that stopped answering costs one wait, not one a budget.
+   */
+  CompletableFuture<?> beginClose() {
     if (closed) {
-      return;
+      return CompletableFuture.completedFuture(null);
     }
     closed = true;
     flushTask.cancel();
     permits.close();
     FleetRegistry.Port port = fleet.port();
-    // a degraded budget does not wait for a Redis that is not answering: its last counts are lost (a
-    // client of 200 degraded budgets took 70 s to close, each waiting out the refusals' re-sends)
-    if (port != null && pending.any() && health.state() != RedisHealth.State.DEGRADED) {
-      try {
-        // closing is off the hot path: wait longer than a timer flush would
-        link.call(port, clock.getAsLong(), 0, 0).get(Math.max(settings.flushTimeoutMillis(), CLOSE_FLUSH_TIMEOUT_MILLIS),
-            TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (ExecutionException | TimeoutException | RuntimeException e) {
-        // the last counts are lost: undercounting is the safe side
-      }
+    if (port == null || !pending.any() || health.state() == RedisHealth.State.DEGRADED) {
+      return CompletableFuture.completedFuture(null);
     }
+    try {
+      return link.call(port, clock.getAsLong(), 0, 0);
+    } catch (RuntimeException e) {
+      return CompletableFuture.completedFuture(null); // the last counts are lost: undercounting is the safe side
+    }
+  }
+
+  /** After {@link #beginClose} and its wait: the budget leaves the fleet's registry. */
+  void finishClose() {
     fleet.forget(this);
+  }
+
+  /** How long a close waits for the last calls: off the hot path, longer than a timer flush would. */
+  static long closeWaitMillis(EngineSettings settings) {
+    return Math.max(settings.flushTimeoutMillis(), CLOSE_FLUSH_TIMEOUT_MILLIS);
+  }
+
+  /** Waits for {@code calls} together, at most {@code millis}; what has not answered by then is lost. */
+  static void awaitLastCalls(List<CompletableFuture<?>> calls, long millis) {
+    try {
+      CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new)).get(millis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException | RuntimeException e) {
+      // a failed or late last call: its counts are lost (undercounting is the safe side)
+    }
   }
 
   @Override
