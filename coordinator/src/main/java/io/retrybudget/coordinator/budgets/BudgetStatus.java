@@ -1,6 +1,5 @@
 package io.retrybudget.coordinator.budgets;
 
-import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.redis.protocol.StatusReply;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -68,7 +67,7 @@ public record BudgetStatus(
    * (lua/budget.lua pace_cap), through its Java model, parity-checked against Redis.
    */
   public static long capPermits(long refillPpm) {
-    return PaceArithmetic.available(PaceArithmetic.cap(refillPpm));
+    return StatusReply.capPermits(refillPpm);
   }
 
   public JsonObject toJson() {

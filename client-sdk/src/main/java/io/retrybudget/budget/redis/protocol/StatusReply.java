@@ -69,4 +69,12 @@ public record StatusReply(
   public long remaining() {
     return available;
   }
+
+  /**
+   * Whole permits a paced balance refilling at {@code refillPpm} (micro-permits a second) holds at
+   * most: lua/budget.lua's {@code pace_cap}, through its Java model (parity-checked against Redis).
+   */
+  public static long capPermits(long refillPpm) {
+    return io.retrybudget.budget.internal.PaceArithmetic.available(io.retrybudget.budget.internal.PaceArithmetic.cap(refillPpm));
+  }
 }
