@@ -73,6 +73,10 @@ if ARGV[12] ~= nil and ARGV[12] ~= '' then
   add_retries = int(12)
   if add_retries == nil then return redis.error_reply('ERR invalid retries') end
 end
+-- ARGV[13] (optional): 'again' marks a call of unknown fate sent again with its own number: it is
+-- applied only while this client's entry (its last number) is held, so a copy that arrives after the
+-- entry was cleaned up (its client silent for two fleet epochs) is never applied a second time
+local again = ARGV[13] == 'again'
 -- ARGV[7..10]: the seed; ARGV[7] = '' means "do not seed" (reply `missing` when none is stored)
 local may_seed = ARGV[7] ~= nil and ARGV[7] ~= ''
 if may_seed then
@@ -261,7 +265,7 @@ if client_id ~= '' then
   local s, c = string.match(cli[2] or '', '^(%d+):(%d+)$')
   -- (an entry that is not of this form is read as a new client's)
   if s then last_seq, counted = tonumber(s), tonumber(c) end
-  if seq <= last_seq then
+  if seq <= last_seq or (again and not s) then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
     local refill_now = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_ms), ratio_ppm, min_rps)

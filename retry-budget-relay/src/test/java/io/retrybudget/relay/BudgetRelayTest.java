@@ -153,6 +153,31 @@ class BudgetRelayTest {
   }
 
   @Test
+  void aCallInDoubtGoesAgainAsItWasForAMinuteThenItsCountsAreLost() {
+    relay.client("a", 1, count(10), 0);
+    BudgetCall first = relay.upstreamCall(0);
+    relay.upstreamInDoubt(first, 1_000);
+    relay.client("a", 2, count(5), 1_001);
+    long t = relay.nextUpstreamAt();
+    BudgetCall again = relay.upstreamCall(t);
+    assertTrue(again == first && relay.resending(), "the same call, to go with its own number");
+    relay.upstreamInDoubt(again, t + 1_000); // timed out again: still in doubt since the first time
+    t = relay.nextUpstreamAt();
+    assertTrue(t < CallInDoubt.LIMIT_MILLIS);
+    assertTrue(relay.upstreamCall(t) == first);
+    relay.upstreamInDoubt(first, t + 1_000);
+    long expiry = Math.max(relay.nextUpstreamAt(), 1_000 + CallInDoubt.LIMIT_MILLIS); // a minute after the first time
+    BudgetCall probe = relay.upstreamCall(expiry);
+    assertTrue(relay.cutOff() && probe != first && probe.requests() == 0,
+        () -> "given up: cut off, an empty probe: " + relay.cutOff() + " " + probe);
+    assertFalse(relay.resending() || relay.inDoubt());
+    assertEquals(10, relay.lostRequests(), "its counts lost: Redis may forget the number it went with");
+    relay.upstreamReplied(probe, redis(BudgetReply.COUNTED, 0, 0, 1), expiry + 1);
+    BudgetCall next = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(5, next.requests(), "only what came after");
+  }
+
+  @Test
   void aCallRefusedBeforeRedisRanItGoesAgain() {
     relay.client("a", 1, count(10), 0);
     BudgetCall first = relay.upstreamCall(0);

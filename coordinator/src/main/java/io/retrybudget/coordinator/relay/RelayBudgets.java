@@ -114,8 +114,15 @@ final class RelayBudgets implements RelaySession.Budgets {
     String name = relay.name();
     Sent sent;
     try {
-      Long number = relay.resending() ? doubtNumbers.get(name) : null;
-      sent = number == null ? upstream.send(up) : upstream.again(up, number);
+      if (relay.resending()) {
+        Long number = doubtNumbers.get(name);
+        if (number == null) { // never with a fresh number: that could apply its counts twice
+          throw new IllegalStateException("no number kept for " + name + "'s call in doubt");
+        }
+        sent = upstream.again(up, number);
+      } else {
+        sent = upstream.send(up);
+      }
     } catch (RuntimeException e) {
       upstreamFailures++;
       relay.upstreamFailed(up, clock.getAsLong()); // not sent, or cannot tell: as a failure (a call in doubt stays so)

@@ -107,6 +107,34 @@ class RelayBudgetsTest {
   }
 
   @Test
+  void theNumberKeptIsTheOneTheCallLastWentWithReadWhenItFailed() {
+    java.util.concurrent.atomic.AtomicLong last = new java.util.concurrent.atomic.AtomicLong(41);
+    List<Long> again = new ArrayList<>();
+    RelayBudgets host = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
+        new RelayBudgets.Upstream() {
+          @Override
+          public RelayBudgets.Sent send(BudgetCall call) {
+            CompletableFuture<BudgetReply> f = new CompletableFuture<>();
+            sent.add(f);
+            return new RelayBudgets.Sent(f, last::get);
+          }
+
+          @Override
+          public RelayBudgets.Sent again(BudgetCall call, long number) {
+            again.add(number);
+            return new RelayBudgets.Sent(new CompletableFuture<>(), () -> number);
+          }
+        }, loop::add);
+    host.call(call("a", "c1", 1, 7, 0));
+    last.set(42); // an empty script cache: sent again with a fresh number, then it timed out
+    sent.get(0).completeExceptionally(new java.util.concurrent.TimeoutException());
+    loop.poll().run();
+    now += 600;
+    host.tick();
+    assertEquals(List.of(42L), again, "the number of its last attempt, not its first");
+  }
+
+  @Test
   void aCallInDoubtRefusedUnsentStaysInDoubt() {
     budgets.call(call("a", "c1", 1, 7, 0));
     sent.get(0).completeExceptionally(new IllegalStateException("Connection closed"));

@@ -93,7 +93,9 @@ public final class BudgetScripts {
   /**
    * Sends {@code call} again with the number {@code number} it last went with ({@link NumberedCall#number()}),
    * its fate unknown: budget.lua applies it if the first went unapplied and answers {@link BudgetReply#STALE}
-   * if it was applied, so its counts are applied once. Correct only while no later number was sent for
+   * if it was applied, so its counts are applied once. Marked {@code again} (ARGV[13]): applied only while
+   * Redis holds the client's last number, so a copy delayed past its clean-up is not applied twice (a
+   * client Redis never heard from gets {@code stale}: its counts are lost, the safe side). Correct only while no later number was sent for
    * this budget ({@code sequence}'s calls of it one at a time) and within two fleet epochs (4 minutes, the
    * least Redis keeps a client's last number). An empty script cache or a refusal unsent is sent again
    * with the same number; a stale reply is the answer, never re-sent.
@@ -130,7 +132,7 @@ public final class BudgetScripts {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
-      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1), resent);
+      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false), resent);
     } else {
       synchronized (sequence) {
         if (handle != null && handle.reply().isDone()) {
@@ -140,7 +142,7 @@ public final class BudgetScripts {
         if (handle != null) {
           handle.sentWith(n);
         }
-        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n), resent);
+        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, fixed > 0), resent);
       }
     }
     raw.whenComplete((list, error) -> {
@@ -220,9 +222,9 @@ public final class BudgetScripts {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
 
-  private static String[] budgetArgs(BudgetCall call, String clientId, long seq) {
+  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again) {
     BudgetConfig seed = call.seed();
-    return new String[] {
+    String[] args = {
         clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
         Long.toString(call.need()), Long.toString(call.want()),
         seed == null ? "" : Long.toString(seed.ratioPpm()),
@@ -231,6 +233,12 @@ public final class BudgetScripts {
         seed == null ? "" : seed.mode().wireName(),
         seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
         call.retries() == 0 ? "" : Long.toString(call.retries())};
+    if (!again) {
+      return args;
+    }
+    String[] marked = java.util.Arrays.copyOf(args, args.length + 1);
+    marked[args.length] = "again"; // applied only while Redis holds the client's last number
+    return marked;
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */

@@ -99,6 +99,23 @@ class SameNumberResendTest {
   }
 
   @Test
+  void aCopyThatArrivesAfterRedisForgotTheClientIsNotAppliedAgain() throws Exception {
+    redis.flushAll();
+    try (Fixture f = new Fixture()) {
+      f.scripts.budget(new BudgetCall("doubt", 1, 0, 0, 0, SEED), f.keys, f.client).get(5, TimeUnit.SECONDS);
+      BudgetCall call = new BudgetCall("doubt", 5, 0, 0, 0, SEED);
+      NumberedCall first = f.scripts.numbered(call, f.keys, f.client);
+      assertEquals(BudgetReply.COUNTED, first.reply().get(5, TimeUnit.SECONDS).status());
+      // its entry cleaned up, as budget.lua does for a client silent two fleet epochs (or an eviction)
+      redis.server().call("HDEL", f.keys.clients(), f.client.clientId());
+      BudgetReply late = f.scripts.again(call, f.keys, f.client, first.number()).reply().get(5, TimeUnit.SECONDS);
+      assertEquals(BudgetReply.STALE, late.status(), "no entry: a copy sent again is never applied");
+      assertEquals(6, f.requests(), "the 5 once");
+      assertEquals(null, redis.server().call("HGET", f.keys.clients(), f.client.clientId()), "and nothing written");
+    }
+  }
+
+  @Test
   void aNumberNeverHandedOutIsRefused() throws Exception {
     try (Fixture f = new Fixture()) {
       BudgetCall call = new BudgetCall("doubt", 5, 0, 0, 0, SEED);
