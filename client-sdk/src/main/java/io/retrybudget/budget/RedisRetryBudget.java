@@ -320,7 +320,7 @@ final class RedisRetryBudget implements RetryBudget {
   public void close() {
     CompletableFuture<?> last = beginClose();
     awaitLastCalls(List.of(last), closeWaitMillis(settings));
-    fleet.forget(this);
+    finishClose();
   }
 
   /**
