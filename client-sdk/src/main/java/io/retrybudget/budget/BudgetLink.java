@@ -4,11 +4,13 @@ import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One budget's calls to Redis and what their replies taught it. A call takes the counts not sent yet
@@ -16,10 +18,20 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link ClientSequence}, and an applied reply replaces the {@link Learned} snapshot, tells the
  * {@link FleetRegistry} the fleet's size, the {@link ConfigInForce} the configuration and the
  * {@link FlushSchedule} when to flush next. A reply that applied nothing puts the counts back, and so
- * does a call refused before anyone ran it ({@link BudgetScripts#neverRun}); one whose fate is unknown
- * (a timeout, a connection lost with it in flight) loses them: undercounting is the safe side.
+ * does a call refused before anyone ran it ({@link BudgetScripts#neverRun}). One whose fate is unknown
+ * (a timeout, a connection lost with it in flight) is held in doubt, with its number and the way it
+ * went ({@link FleetRegistry.InDoubt}), and the next calls on that way carry its counts: Redis (or the
+ * relay) adds them only if that call never ran ({@link CountsInDoubt}), so they are applied once. A
+ * carrier whose own fate is unknown joins them under the older number. One is held at a time, for at
+ * most {@link #DOUBT_KEPT_MILLIS}; a newer one on another way, an error reply to a carrier, or a port
+ * that cannot tell a call's number loses counts: undercounting is the safe side.
  */
 final class BudgetLink {
+  /**
+   * How long counts in doubt wait for a call on their way: well inside the 4 minutes Redis keeps a
+   * client's entry after its last call (a relay longer), past a relay's 1 s failover and return.
+   */
+  static final long DOUBT_KEPT_MILLIS = 60_000;
   private final BudgetConfig seed;
   private final FleetRegistry fleet;
   private final PendingCounts pending;
@@ -29,6 +41,9 @@ final class BudgetLink {
   private final ConfigInForce configInForce;
   private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
   private final AtomicLong callsSent = new AtomicLong();
+  // the last call of unknown fate: its counts go with the next call on its way
+  private final AtomicReference<FleetRegistry.InDoubt> inDoubt = new AtomicReference<>();
+  private final AtomicLong lostInDoubt = new AtomicLong(); // first attempts given up in doubt
   private volatile Learned learned;
   private volatile long remaining = -1; // the paced balance's whole permits in the last applied reply; -1: none yet
 
@@ -54,11 +69,49 @@ final class BudgetLink {
         Math.max(need, want), seed);
     // counts beyond what one call may report (the trust model's cap) go with the next calls
     pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
-    CompletableFuture<BudgetReply> sent = port.budget(c, sequence);
+    FleetRegistry.InDoubt carried = carriable(now);
+    FleetRegistry.Sent on;
+    try {
+      on = port.send(c, sequence, carried);
+    } catch (RuntimeException e) {
+      on = new FleetRegistry.Sent(CompletableFuture.failedFuture(e), 0, () -> FleetRegistry.Sent.UNKNOWN, false);
+    }
+    FleetRegistry.Sent how = on;
+    CompletableFuture<BudgetReply> sent = how.reply();
     sent.whenComplete((reply, error) -> {
-      if (error != null && (BudgetScripts.neverRun(error) || cause(error) instanceof RoutedPort.NoWayException)) {
-        // refused before anyone ran it: its counts go with the next call (they are in the own window already)
+      if (error == null) {
+        if (reply.applied() && how.carried()) {
+          inDoubt.compareAndSet(carried, null); // added by Redis, or dropped as applied already: done either way
+        }
+        return;
+      }
+      long number = how.number().getAsLong();
+      if (number == 0 || BudgetScripts.neverRun(error) || cause(error) instanceof RoutedPort.NoWayException) {
+        // refused before anyone ran it: its counts go with the next call (they are in the own window
+        // already), and what it carried stays in doubt
         pending.sendAgain(c.requests(), c.denied(), c.retries());
+      } else if (answered(error)) {
+        // an error reply: the script (or relay) refused it before writing anything. Its counts are lost,
+        // as before; what it carried is given up too, so a relay or script that refuses the extra
+        // arguments costs one call's counts, not every call's while they wait
+        if (how.carried() && inDoubt.compareAndSet(carried, null)) {
+          lostInDoubt.addAndGet(carried.counts().requests());
+        }
+      } else if (number > 0) {
+        // run or not, nobody knows: held in doubt, for the next call on its way. A carrier joins what it
+        // carried, under the older number: added only if neither ran (a call numbered between them that
+        // ran drops both: the safe side)
+        if (how.carried()
+            && inDoubt.compareAndSet(carried, new FleetRegistry.InDoubt(how.way(), carried.counts().with(c), carried.sinceMillis()))) {
+          return;
+        }
+        FleetRegistry.InDoubt was = inDoubt.getAndSet(
+            new FleetRegistry.InDoubt(how.way(), CountsInDoubt.of(number, c), now));
+        if (was != null) {
+          lostInDoubt.addAndGet(was.counts().requests()); // one held at a time: the one before is given up
+        }
+      } else {
+        lostInDoubt.addAndGet(c.requests()); // a port that cannot tell the number: lost
       }
     });
     return sent.thenApply(reply -> {
@@ -76,6 +129,35 @@ final class BudgetLink {
       }
       return reply;
     });
+  }
+
+  /** The counts in doubt to offer the next call, unless held too long (then lost). */
+  private FleetRegistry.InDoubt carriable(long now) {
+    FleetRegistry.InDoubt d = inDoubt.get();
+    if (d != null && now - d.sinceMillis() > DOUBT_KEPT_MILLIS) {
+      if (inDoubt.compareAndSet(d, null)) {
+        lostInDoubt.addAndGet(d.counts().requests());
+      }
+      return null;
+    }
+    return d;
+  }
+
+  /** Whether counts of a call of unknown fate wait for a call on their way. */
+  boolean holdsDoubt() {
+    return inDoubt.get() != null;
+  }
+
+  /** First attempts given up in doubt so far: carried by a call whose own fate is unknown, or held too long. */
+  long lostInDoubt() {
+    return lostInDoubt.get();
+  }
+
+  /** Whether the way answered with an error (the call was refused, not lost on its way). */
+  private static boolean answered(Throwable error) {
+    Throwable c = cause(error);
+    return c instanceof io.lettuce.core.RedisCommandExecutionException
+        || c instanceof io.retrybudget.budget.redis.protocol.BrokenBudgetException;
   }
 
   private static Throwable cause(Throwable error) {

@@ -235,9 +235,7 @@ public final class RedisBudgetClient implements AutoCloseable {
         return false;
       }
       BudgetScripts sc = new BudgetScripts(s);
-      ConcurrentHashMap<String, io.retrybudget.budget.redis.protocol.BudgetKeys> keys = new ConcurrentHashMap<>();
-      // each budget name's keys made once: standalone and Cluster differ in the index key
-      port = (call, sequence) -> sc.budget(call, keys.computeIfAbsent(call.name(), sc::keys), sequence);
+      port = new DirectPort(sc, DirectPort.WAY);
       scripts = sc;
       store = s;
       if (reportedUnreachable) {

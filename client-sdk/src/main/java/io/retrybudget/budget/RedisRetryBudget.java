@@ -25,8 +25,8 @@ import java.util.function.LongSupplier;
  *   <li>A permit request is one atomic script call, bounded by the call timeout; an "exhausted"
  *       answer is reused locally for a short time and those refusals are counted too.
  *   <li>Every call carries a client id and sequence number, so a call given up on is applied at
- *       most once (a late or replayed one is ignored by the script; its counts are lost, which
- *       undercounts: the safe side).
+ *       most once (a late or replayed one is ignored by the script); the counts of one whose fate is
+ *       unknown go with the next call on its way, added only if it never ran ({@link BudgetLink}).
  *   <li>When Redis fails or is slower than the call timeout, decisions come from the fallback at
  *       once and the timer probes Redis until it answers again (in time).
  *   <li>The budget's script calls stay under its {@code max_calls_per_s} (C) for the whole fleet,
@@ -230,7 +230,7 @@ final class RedisRetryBudget implements RetryBudget {
       return DONE;
     }
     try {
-      if (due != FlushSchedule.Due.HELLO && health.state().asksRedis() && !pending.any()) {
+      if (due != FlushSchedule.Due.HELLO && health.state().asksRedis() && !pending.any() && !link.holdsDoubt()) {
         flushInFlight.set(false);
         return DONE; // an idle healthy client costs Redis nothing
       }
@@ -296,6 +296,16 @@ final class RedisRetryBudget implements RetryBudget {
     return link.heard();
   }
 
+  /** First attempts given up in doubt (for tests and diagnostics; see {@link BudgetLink}). */
+  long lostInDoubt() {
+    return link.lostInDoubt();
+  }
+
+  /** Whether counts of a call of unknown fate wait for a call on their way (for tests). */
+  boolean holdsDoubt() {
+    return link.holdsDoubt();
+  }
+
   /** Script calls this budget has sent, hellos, flushes, probes and permit requests (for tests). */
   long callsSent() {
     return link.callsSent();
@@ -338,7 +348,7 @@ final class RedisRetryBudget implements RetryBudget {
     flushTask.cancel();
     permits.close();
     FleetRegistry.Port port = fleet.port();
-    if (port == null || !pending.any() || health.state() == RedisHealth.State.DEGRADED) {
+    if (port == null || (!pending.any() && !link.holdsDoubt()) || health.state() == RedisHealth.State.DEGRADED) {
       return CompletableFuture.completedFuture(null);
     }
     try {

@@ -2,7 +2,6 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.redis.protocol.BrokenBudgetException;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
-import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
@@ -13,7 +12,6 @@ import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
@@ -21,8 +19,9 @@ import java.util.function.LongSupplier;
  * A process's way to its budgets' counts across relays: each call goes to the first way of its
  * {@link FailoverRoute} (the home relay, the next relays, then Redis) that is not passed over and whose
  * connection is up; with none, it fails at once and the budget's fallback decides. A call is sent on
- * one way only: one that failed is never sent along the route again (its budget counts it as lost),
- * so no count is applied twice. A way is passed over for the route's wait when a call on it failed; a
+ * one way only: one that failed is never sent along the route again, so no count is applied twice (the
+ * counts of one whose fate is unknown go with a later call on the same way, added only if it never ran
+ * there: {@link BudgetLink}). A way is passed over for the route's wait when a call on it failed; a
  * way whose connection is down is skipped while it is (its client reconnects in the background), and
  * a way never connected is connected off the caller's thread ({@code connector}). Nothing here blocks
  * a caller.
@@ -30,20 +29,19 @@ import java.util.function.LongSupplier;
 final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
   private static final System.Logger LOG = System.getLogger(RoutedPort.class.getName());
 
-  /** One way: a relay or Redis, its connection once made, each budget's keys on it. */
+  /** One way: a relay or Redis, and its port once connected. */
   private static final class Way {
     final RedisConnectionOptions options;
     final AtomicBoolean connecting = new AtomicBoolean();
-    final ConcurrentHashMap<String, BudgetKeys> keys = new ConcurrentHashMap<>();
-    volatile BudgetScripts scripts;
+    volatile DirectPort port;
 
     Way(RedisConnectionOptions options) {
       this.options = options;
     }
 
     boolean usable() {
-      BudgetScripts s = scripts;
-      return s != null && s.store().isConnected();
+      DirectPort p = port;
+      return p != null && p.scripts().store().isConnected();
     }
   }
 
@@ -114,6 +112,15 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
 
   @Override
   public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    return send(call, sequence, null).reply();
+  }
+
+  /**
+   * Sends {@code call} on the first way it may take, carrying {@code offered}'s counts if they were in
+   * doubt on that way (a relay's numbers are not Redis's: on another way they wait).
+   */
+  @Override
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
     long now = clock.getAsLong();
     int w;
     synchronized (route) {
@@ -122,18 +129,11 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
       w = route.pick(now, this::upOrConnectLater);
     }
     if (w == FailoverRoute.NONE) {
-      return CompletableFuture.failedFuture(new NoWayException());
+      return new FleetRegistry.Sent(CompletableFuture.failedFuture(new NoWayException()), w, () -> 0, false);
     }
-    Way way = ways[w];
-    CompletableFuture<BudgetReply> sent;
-    try {
-      BudgetScripts s = way.scripts;
-      sent = s.budget(call, way.keys.computeIfAbsent(call.name(), s::keys), sequence);
-    } catch (RuntimeException e) {
-      sent = CompletableFuture.failedFuture(e);
-    }
+    FleetRegistry.Sent sent = ways[w].port.send(call, sequence, offered);
     int chosen = w;
-    sent.whenComplete((reply, error) -> settled(chosen, error));
+    sent.reply().whenComplete((reply, error) -> settled(chosen, error));
     return sent;
   }
 
@@ -161,7 +161,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
   }
 
   private void connectLater(Way way) {
-    if (way.scripts == null && !closed && way.connecting.compareAndSet(false, true)) {
+    if (way.port == null && !closed && way.connecting.compareAndSet(false, true)) {
       try {
         connector.execute(() -> connectNow(way));
       } catch (RuntimeException e) {
@@ -172,13 +172,13 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
 
   private boolean connectNow(Way way) {
     try {
-      if (way.scripts != null || closed) {
-        return way.scripts != null;
+      if (way.port != null || closed) {
+        return way.port != null;
       }
       RedisBudgetStore store = RedisBudgetStore.connect(way.options);
       synchronized (ways) {
         if (!closed) {
-          way.scripts = new BudgetScripts(store);
+          way.port = new DirectPort(new BudgetScripts(store), index(way));
           return true;
         }
       }
@@ -190,6 +190,15 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
     } finally {
       way.connecting.set(false);
     }
+  }
+
+  private int index(Way way) {
+    for (int w = 0; w < ways.length; w++) {
+      if (ways[w] == way) {
+        return w;
+      }
+    }
+    throw new IllegalArgumentException("not a way of this route: " + way.options);
   }
 
   /** How many ways the route has. */
@@ -243,9 +252,9 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
       closed = true; // from here no connection is kept: every one made is closed below or by its maker
     }
     for (Way way : ways) {
-      BudgetScripts s = way.scripts;
-      if (s != null) {
-        s.store().close();
+      DirectPort p = way.port;
+      if (p != null) {
+        p.scripts().store().close();
       }
     }
   }

@@ -26,6 +26,7 @@ final class FakeEngine implements FleetRegistry, EngineTimer {
   RedisHealth.Rule healthRule = RedisHealth::next;
   boolean timeoutsEnforced = true;
   boolean callsAppliedTwice;
+  Port portInstead; // a port of the test's own instead of the store (null: the store)
 
   FakeEngine(long callTimeoutMillis, FallbackPolicy policy, DoubleSupplier random) {
     this.settings = new EngineSettings(callTimeoutMillis, 500, 10_000, 100, policy, true, this::millis, random, this);
@@ -55,6 +56,9 @@ final class FakeEngine implements FleetRegistry, EngineTimer {
   public Port port() {
     if (!connected) {
       return null;
+    }
+    if (portInstead != null) {
+      return portInstead;
     }
     return callsAppliedTwice ? (call, sequence) -> {
       store.budget(call, sequence);

@@ -7,6 +7,7 @@ import io.retrybudget.budget.internal.PacedBalance;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.util.function.DoubleSupplier;
 
 /**
@@ -84,8 +85,24 @@ public final class BudgetRelay {
    * and a call ceiling in the client's terms ({@link RelayArithmetic#clientCeiling}).
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, long now) {
-    if (ledger.report(clientId, seq, now) == ReportLedger.Verdict.STALE) {
+    return client(clientId, seq, call, null, now);
+  }
+
+  /**
+   * As {@link #client(String, long, BudgetCall, long)}, the call carrying {@code carried} (or null): the
+   * counts of the client's last call of unknown fate here, added only if that call never reached this
+   * relay ({@link ReportLedger#report(String, long, CountsInDoubt, long)}).
+   */
+  public BudgetReply client(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long now) {
+    ReportLedger.Verdict verdict = ledger.report(clientId, seq, carried, now);
+    if (verdict == ReportLedger.Verdict.STALE) {
       return reply(BudgetReply.STALE, 0, now);
+    }
+    if (verdict == ReportLedger.Verdict.NEW_AND_CARRIED) {
+      // capped as one call's report is (BudgetCall): the carried counts and the call's own together
+      BudgetCall with = new BudgetCall(call.name(), call.requests() + carried.requests(),
+          call.denied() + carried.denied(), call.retries() + carried.retries(), call.need(), call.want(), call.seed());
+      call = with;
     }
     if (seed == null) {
       seed = call.seed();

@@ -1,6 +1,7 @@
 package io.retrybudget.relay;
 
 import io.retrybudget.budget.internal.FleetCount;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -26,7 +27,12 @@ public final class ReportLedger {
     /** A report not seen before: apply it. */
     NEW,
     /** Its number is not above the client's last: already applied, or overtaken; apply nothing. */
-    STALE
+    STALE,
+    /**
+     * A report not seen before, carrying the counts of a call of unknown fate that never reached this
+     * relay (the client's entry held with a last number below it: {@link CountsInDoubt#applies}): apply both.
+     */
+    NEW_AND_CARRIED
   }
 
   private static final class Entry {
@@ -69,6 +75,16 @@ public final class ReportLedger {
 
   /** Judges report {@code seq} of {@code clientId} at {@code nowMillis}; a new one is recorded and its client counted. */
   public Verdict report(String clientId, long seq, long nowMillis) {
+    return report(clientId, seq, null, nowMillis);
+  }
+
+  /**
+   * As {@link #report(String, long, long)}, for a report that carries {@code carried} (or null): its
+   * counts are to be added too ({@link Verdict#NEW_AND_CARRIED}) only when the client's entry is held
+   * with a last number below theirs, as budget.lua adds them; without an entry (a client new to this
+   * relay, evicted, swept, or a relay restarted) they are dropped, the safe side.
+   */
+  public Verdict report(String clientId, long seq, CountsInDoubt carried, long nowMillis) {
     if (clientId == null || clientId.isEmpty()) {
       throw new IllegalArgumentException("clientId must not be empty");
     }
@@ -78,6 +94,7 @@ public final class ReportLedger {
     long epoch = FleetCount.epochOf(nowMillis);
     fleet = FleetCount.read(fleet, epoch);
     Entry e = clients.get(clientId);
+    boolean carries = carried != null && carried.applies(e == null ? null : e.lastSeq, seq);
     if (e == null) {
       e = new Entry();
       e.epoch = Long.MIN_VALUE;
@@ -92,7 +109,7 @@ public final class ReportLedger {
       e.epoch = epoch;
       fleet = fleet.counted(fresh);
     }
-    return Verdict.NEW;
+    return carries ? Verdict.NEW_AND_CARRIED : Verdict.NEW;
   }
 
   /**

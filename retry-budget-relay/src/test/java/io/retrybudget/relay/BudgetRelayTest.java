@@ -10,6 +10,7 @@ import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetMode;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import org.junit.jupiter.api.Test;
 
 class BudgetRelayTest {
@@ -50,6 +51,24 @@ class BudgetRelayTest {
     relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, 300, 1), 5);
     assertEquals(0, relay.pendingRequests());
     assertTrue(relay.nextUpstreamAt() >= 5 + 75 && relay.nextUpstreamAt() <= 5 + 125, "0.75 to 1.25 of 100 ms");
+  }
+
+  @Test
+  void countsInDoubtAreAddedOnlyWhenTheirCallNeverReachedThisRelay() {
+    relay.client("a", 1, count(1), 0);
+    // report 2 never arrived (its connection reset on the way); report 3 carries its counts
+    assertEquals(BudgetReply.COUNTED, relay.client("a", 3, count(2), new CountsInDoubt(2, 5, 1, 0), 1).status());
+    assertEquals(8, relay.pendingRequests(), "1 + 2 + the 5 carried");
+    assertEquals(BudgetReply.STALE, relay.client("a", 2, count(5), 2).status(), "report 2 arriving late is stale");
+    relay.client("a", 4, count(0), new CountsInDoubt(2, 5, 1, 0), 3);
+    assertEquals(8, relay.pendingRequests(), "carried again: added once");
+    // report 5 arrived (its reply was lost): carried by 6, it is not added again
+    relay.client("a", 5, count(4), 4);
+    relay.client("a", 6, count(0), new CountsInDoubt(5, 4, 0, 0), 5);
+    assertEquals(12, relay.pendingRequests());
+    // a client this relay holds no entry for (new to it, evicted, or the relay restarted): dropped
+    relay.client("b", 9, count(1), new CountsInDoubt(8, 7, 0, 0), 6);
+    assertEquals(13, relay.pendingRequests(), "without an entry nobody knows whether report 8 ran here");
   }
 
   @Test

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.retrybudget.budget.internal.FleetCount;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import io.retrybudget.relay.ReportLedger.Verdict;
 import org.junit.jupiter.api.Test;
 
@@ -20,6 +21,19 @@ class ReportLedgerTest {
     assertEquals(Verdict.NEW, l.report("b", 1, 3), "numbers are per client");
     assertThrows(IllegalArgumentException.class, () -> l.report("a", 0, 4));
     assertThrows(IllegalArgumentException.class, () -> l.report("", 5, 4));
+  }
+
+  @Test
+  void carriedCountsAreNewOnlyBelowNoNumberSeenAndWithAnEntry() {
+    ReportLedger l = new ReportLedger();
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 5, new CountsInDoubt(4, 1, 0, 0), 0), "no entry: dropped");
+    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 8, new CountsInDoubt(6, 1, 0, 0), 0));
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 9, new CountsInDoubt(8, 1, 0, 0), 0), "8 was applied");
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 10, new CountsInDoubt(7, 1, 0, 0), 0),
+        "7 is below the last number: overtaken, or applied, nobody knows");
+    assertEquals(ReportLedger.Verdict.STALE, l.report("a", 10, new CountsInDoubt(9, 1, 0, 0), 0),
+        "a stale carrier applies nothing");
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 11, null, 0));
   }
 
   @Test

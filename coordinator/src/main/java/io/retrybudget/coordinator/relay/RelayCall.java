@@ -5,31 +5,42 @@ import io.retrybudget.budget.BudgetMode;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
  * One budget.lua call as the SDK's {@code BudgetScripts} sends it ({@code EVALSHA sha 5 cfg win clients
  * index pace} and 12 arguments: client id, report number, requests, denied, need, want, the seed's
- * ratio ppm, window, floor, mode and ceiling, fallback retries), decoded into what a relay takes, and
- * the reply written as budget.lua writes its own: strings as bulk strings, numbers as integers.
+ * ratio ppm, window, floor, mode and ceiling, fallback retries; then, optionally, a thirteenth that is
+ * empty (a client never sends {@code again} to a relay) and the counts in doubt it carries, four more:
+ * budget.lua's ARGV[14..17]), decoded into what a relay takes, and the reply written as budget.lua
+ * writes its own: strings as bulk strings, numbers as integers.
  *
  * @param clientId the calling client's id (budget.lua's ARGV[1])
  * @param seq its report number (ARGV[2]), strictly increasing per client id
  * @param call the counts, asks and seed
+ * @param carried the counts of the client's last call of unknown fate on this relay, or null
  */
-public record RelayCall(String clientId, long seq, BudgetCall call) {
+public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoubt carried) {
   private static final int KEYS = 5;
   private static final int ARGS = 12;
+  private static final int ARGS_CARRYING = 17;
+
+  /** A call that carries nothing. */
+  public RelayCall(String clientId, long seq, BudgetCall call) {
+    this(clientId, seq, call, null);
+  }
 
   /**
    * Decodes {@code command[from..]}: numkeys, the keys, the arguments. Throws
    * {@link IllegalArgumentException} naming what is wrong.
    */
   public static RelayCall decode(List<byte[]> command, int from) {
-    if (command.size() - from != 1 + KEYS + ARGS) {
-      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS
-          + " arguments after the script, got " + Math.max(0, command.size() - from) + " values");
+    int args = command.size() - from - 1 - KEYS;
+    if (args != ARGS && args != ARGS + 1 && args != ARGS_CARRYING) {
+      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS + ", " + (ARGS + 1)
+          + " or " + ARGS_CARRYING + " arguments after the script, got " + Math.max(0, command.size() - from) + " values");
     }
     if (!"5".equals(text(command, from))) {
       throw new IllegalArgumentException("budget.lua takes 5 keys, numkeys was " + printable(text(command, from)));
@@ -72,7 +83,20 @@ public record RelayCall(String clientId, long seq, BudgetCall call) {
     BudgetCall call = new BudgetCall(name, number(command, a + 2, "requests"), number(command, a + 3, "denied"),
         retries.isEmpty() ? 0 : number(command, a + 11, "retries"), number(command, a + 4, "need"),
         number(command, a + 5, "want"), seed);
-    return new RelayCall(clientId, seq, call);
+    if (args > ARGS && !text(command, a + ARGS).isEmpty()) {
+      throw new IllegalArgumentException("a relay takes no " + printable(text(command, a + ARGS))
+          + " in ARGV[13]: a call sent again goes to Redis, not to a relay");
+    }
+    CountsInDoubt carried = null;
+    if (args == ARGS_CARRYING && !text(command, a + 13).isEmpty()) {
+      long doubtSeq = number(command, a + 13, "doubt_seq");
+      if (doubtSeq < 1 || doubtSeq >= seq) {
+        throw new IllegalArgumentException("doubt_seq must be in [1, seq), was " + doubtSeq);
+      }
+      carried = new CountsInDoubt(doubtSeq, number(command, a + 14, "doubt_requests"),
+          number(command, a + 15, "doubt_denied"), number(command, a + 16, "doubt_retries"));
+    }
+    return new RelayCall(clientId, seq, call, carried);
   }
 
   /**

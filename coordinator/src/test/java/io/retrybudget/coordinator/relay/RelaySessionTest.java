@@ -108,6 +108,38 @@ class RelaySessionTest {
   }
 
   @Test
+  void aCallCarryingCountsInDoubtIsDecodedWithThem() {
+    RelaySession s = session(null);
+    String[] carrying = java.util.Arrays.copyOf(ARGV, 17);
+    System.arraycopy(new String[] {"", "5", "9", "1", "0"}, 0, carrying, 12, 5);
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, carrying));
+    String[] empty = java.util.Arrays.copyOf(ARGV, 17);
+    System.arraycopy(new String[] {"", "", "", "", ""}, 0, empty, 12, 5);
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, empty));
+    String[] thirteen = java.util.Arrays.copyOf(ARGV, 13);
+    thirteen[12] = "";
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, thirteen));
+    assertEquals(3, calls.size());
+    assertEquals(new io.retrybudget.budget.redis.protocol.CountsInDoubt(5, 9, 1, 0), calls.get(0).carried());
+    assertEquals(30, calls.get(0).call().requests(), "the call's own counts as they were");
+    assertEquals(null, calls.get(1).carried(), "an empty doubt_seq carries nothing");
+    assertEquals(null, calls.get(2).carried());
+    String[] again = java.util.Arrays.copyOf(ARGV, 13);
+    again[12] = "again";
+    assertEquals("-ERR bad budget.lua call: a relay takes no 'again' in ARGV[13]: a call sent again goes to Redis, not to a relay\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
+    String[] notBelow = carrying.clone();
+    notBelow[13] = "7";
+    assertEquals("-ERR bad budget.lua call: doubt_seq must be in [1, seq), was 7\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, notBelow)));
+    String[] badCount = carrying.clone();
+    badCount[15] = "-1";
+    assertEquals("-ERR bad budget.lua call: doubt_denied must be a non-negative integer, was '-1'\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, badCount)));
+    assertEquals(3, calls.size(), "no bad call reached the relay");
+  }
+
+  @Test
   void otherScriptsAreRefused() {
     RelaySession s = session(null);
     assertEquals("-NOSCRIPT No matching script. Please use EVAL.\r\n", answer(s, "EVALSHA", LuaScript.STATUS.sha1(), "0"));
@@ -124,7 +156,7 @@ class RelaySessionTest {
   void aBadBudgetCallIsRefusedNamingWhatIsWrong() {
     RelaySession s = session(null);
     String sha = RelaySession.BUDGET_SHA;
-    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 arguments after the script, got 1 values\r\n",
+    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12, 13 or 17 arguments after the script, got 1 values\r\n",
         answer(s, "EVALSHA", sha, "0"));
     String[] noId = ARGV.clone();
     noId[0] = "";

@@ -74,7 +74,7 @@ public final class BudgetScripts {
   public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
     checkKeys(call, keys);
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys, sequence, null, 0, false, 0, result);
+    sendBudget(call, null, keys, sequence, null, 0, false, 0, result);
     return result;
   }
 
@@ -84,9 +84,21 @@ public final class BudgetScripts {
    * tells the number of its last attempt, and no attempt goes once its reply is done.
    */
   public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
+    return numbered(call, keys, sequence, null);
+  }
+
+  /**
+   * As {@link #numbered(BudgetCall, BudgetKeys, ClientSequence)}, carrying {@code carried} (or null):
+   * the counts of this client's last call of unknown fate on this store, added by budget.lua only if
+   * that call never ran ({@link CountsInDoubt}). Its number must be below any this call may take.
+   */
+  public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence, CountsInDoubt carried) {
     checkKeys(call, keys);
+    if (carried != null && carried.seq() > sequence.last()) {
+      throw new IllegalArgumentException("number " + carried.seq() + " was never handed out by " + sequence.clientId());
+    }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, keys, sequence, handle, 0, false, 0, handle.reply());
+    sendBudget(call, carried, keys, sequence, handle, 0, false, 0, handle.reply());
     return handle;
   }
 
@@ -106,7 +118,7 @@ public final class BudgetScripts {
       throw new IllegalArgumentException("number " + number + " was never handed out by " + sequence.clientId());
     }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, keys, sequence, handle, number, false, 0, handle.reply());
+    sendBudget(call, null, keys, sequence, handle, number, false, 0, handle.reply());
     return handle;
   }
 
@@ -119,7 +131,7 @@ public final class BudgetScripts {
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, keys(call.name()), null, null, 0, false, 0, result);
+    sendBudget(call, null, keys(call.name()), null, null, 0, false, 0, result);
     return result;
   }
 
@@ -127,12 +139,12 @@ public final class BudgetScripts {
    * One attempt: unnumbered ({@code sequence} null), with a fresh number, or with {@code fixed} (&gt; 0,
    * {@link #again}). With a {@code handle} no attempt goes once the result is done.
    */
-  private void sendBudget(BudgetCall call, BudgetKeys k, ClientSequence sequence, NumberedCall handle, long fixed,
-      boolean resent, int refused, CompletableFuture<BudgetReply> result) {
+  private void sendBudget(BudgetCall call, CountsInDoubt carried, BudgetKeys k, ClientSequence sequence,
+      NumberedCall handle, long fixed, boolean resent, int refused, CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
-      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false), resent);
+      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false, null), resent);
     } else {
       synchronized (sequence) {
         if (handle != null && handle.reply().isDone()) {
@@ -142,7 +154,7 @@ public final class BudgetScripts {
         if (handle != null) {
           handle.sentWith(n);
         }
-        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, fixed > 0), resent);
+        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, fixed > 0, carried), resent);
       }
     }
     raw.whenComplete((list, error) -> {
@@ -156,7 +168,7 @@ public final class BudgetScripts {
         }
         if (!resent && sequence != null && fixed == 0 && BudgetReply.STALE.equals(reply.status())) {
           // not applied: a call overtaken on its way (a redirect); its counts go again, once
-          sendBudget(call, k, sequence, handle, 0, true, refused, result);
+          sendBudget(call, carried, k, sequence, handle, 0, true, refused, result);
         } else {
           result.complete(reply);
         }
@@ -166,13 +178,13 @@ public final class BudgetScripts {
       if (!resent && cause instanceof RedisNoScriptException) {
         // not applied: the script cache was empty. Again, with the text (caching it) and a new number
         // (the same one for a call sent again with its own)
-        sendBudget(call, k, sequence, handle, fixed, true, refused, result);
+        sendBudget(call, carried, k, sequence, handle, fixed, true, refused, result);
       } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
         // refused before it was written (the node's connection is being re-established, as when a
         // master turns replica in a failover and drops its clients): again once the reconnect had time
         CompletableFuture.delayedExecutor(resendDelayMillis(refused), TimeUnit.MILLISECONDS).execute(() -> {
           if (!result.isDone()) { // not after the caller gave up (its timeout completed the future)
-            sendBudget(call, k, sequence, handle, fixed, resent, refused + 1, result);
+            sendBudget(call, carried, k, sequence, handle, fixed, resent, refused + 1, result);
           }
         });
       } else {
@@ -222,7 +234,7 @@ public final class BudgetScripts {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
 
-  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again) {
+  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again, CountsInDoubt carried) {
     BudgetConfig seed = call.seed();
     String[] args = {
         clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
@@ -233,11 +245,18 @@ public final class BudgetScripts {
         seed == null ? "" : seed.mode().wireName(),
         seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
         call.retries() == 0 ? "" : Long.toString(call.retries())};
-    if (!again) {
+    if (!again && carried == null) {
       return args;
     }
-    String[] marked = java.util.Arrays.copyOf(args, args.length + 1);
-    marked[args.length] = "again"; // applied only while Redis holds the client's last number
+    String[] marked = java.util.Arrays.copyOf(args, args.length + (carried == null ? 1 : 5));
+    marked[args.length] = again ? "again" : ""; // applied only while Redis holds the client's last number
+    if (carried != null) {
+      // added only if the call of unknown fate never ran (budget.lua's ARGV[14..17])
+      marked[args.length + 1] = Long.toString(carried.seq());
+      marked[args.length + 2] = Long.toString(carried.requests());
+      marked[args.length + 3] = Long.toString(carried.denied());
+      marked[args.length + 4] = Long.toString(carried.retries());
+    }
     return marked;
   }
 

@@ -1,0 +1,55 @@
+package io.retrybudget.budget;
+
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetKeys;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.NumberedCall;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The way to one store (Redis, or a relay that speaks budget.lua): each budget's keys made once
+ * (standalone and Cluster differ in the index key), each call numbered by its budget's sequence, with
+ * the counts in doubt it is offered when they are this way's ({@link #WAY} for a client without relays).
+ */
+final class DirectPort implements FleetRegistry.Port {
+  /** The way index of a client without relays. */
+  static final int WAY = 0;
+
+  private final BudgetScripts scripts;
+  private final int way;
+  private final ConcurrentHashMap<String, BudgetKeys> keys = new ConcurrentHashMap<>();
+
+  DirectPort(BudgetScripts scripts, int way) {
+    this.scripts = scripts;
+    this.way = way;
+  }
+
+  BudgetScripts scripts() {
+    return scripts;
+  }
+
+  @Override
+  public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    return send(call, sequence, null).reply();
+  }
+
+  /**
+   * Sends {@code call}, carrying {@code offered}'s counts when they were in doubt on this way. A call
+   * that throws before it is sent fails with number {@link FleetRegistry.Sent#UNKNOWN} (it may have been
+   * written: lost, as before).
+   */
+  @Override
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
+    CountsInDoubt carried = offered != null && offered.way() == way ? offered.counts() : null;
+    try {
+      NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried);
+      return new FleetRegistry.Sent(n.reply(), way, n::number, carried != null);
+    } catch (RuntimeException e) {
+      return new FleetRegistry.Sent(CompletableFuture.failedFuture(e), way, () -> FleetRegistry.Sent.UNKNOWN, false);
+    }
+  }
+}

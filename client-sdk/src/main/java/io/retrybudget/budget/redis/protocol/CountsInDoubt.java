@@ -1,0 +1,51 @@
+package io.retrybudget.budget.redis.protocol;
+
+/**
+ * The number and counts of a client's last call of unknown fate on one way (a timeout, a connection
+ * lost with it in flight: Redis, or a relay, may or may not have applied it), carried by a later call
+ * on the same way (budget.lua's ARGV[14..17]; a relay's {@code ReportLedger} alike). They are added only
+ * when the carrier is applied while the client's entry is held with a last number below {@link #seq}
+ * ({@link #applies}): a client's calls on one way go in number order on one connection, so that call
+ * never ran, and arriving later it is stale. Without an entry they are dropped (the safe side).
+ *
+ * @param seq the number the call of unknown fate last went with (at least 1)
+ * @param requests its first attempts
+ * @param denied its refusals
+ * @param retries its fallback grants
+ */
+public record CountsInDoubt(long seq, long requests, long denied, long retries) {
+  public CountsInDoubt {
+    if (seq < 1 || requests < 0 || denied < 0 || retries < 0) {
+      throw new IllegalArgumentException("bad counts in doubt: seq=" + seq + ", requests=" + requests + ", denied="
+          + denied + ", retries=" + retries);
+    }
+  }
+
+  /** The counts of {@code call}, which last went with number {@code seq}. */
+  public static CountsInDoubt of(long seq, BudgetCall call) {
+    return new CountsInDoubt(seq, call.requests(), call.denied(), call.retries());
+  }
+
+  /**
+   * These counts and {@code carrier}'s, a call that carried them and whose own fate is unknown too, under
+   * this (the older) number: added only if neither ran. Sound because the carrier's number is the higher:
+   * an entry below this number means neither ran; one at or above it means this one may have, and both
+   * are dropped (the carrier's counts too, though it may never have run: the safe side).
+   */
+  public CountsInDoubt with(BudgetCall carrier) {
+    return new CountsInDoubt(seq, requests + carrier.requests(), denied + carrier.denied(), retries + carrier.retries());
+  }
+
+  /**
+   * budget.lua's rule: whether the counts are added to a carrier with number {@code carrierSeq} (above
+   * {@link #seq}) applied while the client's entry holds {@code lastSeq} (null: no entry).
+   */
+  public boolean applies(Long lastSeq, long carrierSeq) {
+    return lastSeq != null && lastSeq < seq && seq < carrierSeq;
+  }
+
+  /** Whether there is anything to carry. */
+  public boolean any() {
+    return requests > 0 || denied > 0 || retries > 0;
+  }
+}

@@ -1,0 +1,298 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisException;
+import io.retrybudget.budget.redis.protocol.BudgetCall;
+import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A budget's calls of unknown fate under random fault schedules, Jepsen-style, on fake time: the real
+ * {@link RedisRetryBudget} and {@link BudgetLink} against a model of three ways (two relays and Redis),
+ * each de-duplicating by the client's last number and adding carried counts by budget.lua's rule
+ * ({@link CountsInDoubt#applies}). A call is applied and its reply lost, lost before it ran, applied
+ * after its timeout but ahead of later calls (one connection, in order), delivered late out of order
+ * (a copy from a connection already replaced), refused unsent, or refused with an error reply; the
+ * route moves between ways and relays restart (their ledgers and connections gone). The history is
+ * checked at every application: no call's first attempts are applied twice, and never more than were
+ * made. With isolated faults on one way, every first attempt is applied exactly once; under chaos most
+ * counts of calls that never ran are recovered (none were before).
+ */
+class DoubtScheduleTest {
+  private static final BudgetConfig CONFIG = BudgetConfig.builder("doubt").ratio(0.1).minRetriesPerSecond(10).build();
+
+  /** What happens to one call. */
+  private enum Fate { OK, REPLY_LOST, UNRUN, SLOW, ORPHAN, REFUSED, ERROR_REPLY }
+
+  @Test
+  void isolatedFaultsLoseNothingAndApplyNothingTwice() {
+    for (long seed = 0; seed < 150; seed++) {
+      Run run = new Run(seed, false);
+      run.go();
+      assertEquals(run.made, run.appliedRequests, "every first attempt applied exactly once, seed " + seed + ":\n"
+          + run.history());
+      assertTrue(run.unrunInDoubt > 0 || seed % 10 != 0 || run.faults == 0, "faults were met");
+    }
+  }
+
+  @Test
+  void underChaosNothingIsAppliedTwiceAndMostCountsOfCallsThatNeverRanAreRecovered() {
+    long unrun = 0;
+    long recovered = 0;
+    for (long seed = 0; seed < 150; seed++) {
+      Run run = new Run(seed, true);
+      run.go();
+      assertTrue(run.appliedRequests <= run.made, "seed " + seed);
+      unrun += run.unrunInDoubt;
+      recovered += run.recovered;
+    }
+    assertTrue(unrun > 1_000, "calls that never ran were met: " + unrun);
+    assertTrue(recovered * 2 > unrun, "recovered " + recovered + " of " + unrun + " first attempts in calls that never ran");
+  }
+
+  /** One schedule: a budget, the model of its ways, the history. */
+  private static final class Run implements FleetRegistry.Port {
+    final SplittableRandom random;
+    final boolean chaos;
+    final FakeEngine engine;
+    final RedisRetryBudget budget;
+    final Way[] ways = {new Way(true), new Way(true), new Way(false)};
+    final Map<Long, Integer> applied = new HashMap<>(); // number -> times its first attempts were applied
+    final Map<Long, Long> requestsOf = new HashMap<>(); // number -> first attempts it went with
+    // number N -> calls that carried N's counts and failed of unknown fate, in the order they failed:
+    // the SDK joins each such carrier's counts to N's (FleetRegistry.InDoubt), so a later carrier of N
+    // may carry N's and a prefix of these
+    final Map<Long, List<Long>> joined = new HashMap<>();
+    final List<String> history = new ArrayList<>();
+    int current; // the way calls take now
+    long numbers;
+    long made;
+    long appliedRequests;
+    long unrunInDoubt; // first attempts of calls that never ran and whose client took them for unknown fate
+    long recovered; // of those, applied by a carrier
+    int faults;
+    int okSince; // calls answered in order since the last fault (none at first: a first call of unknown fate is lost, no entry judges it)
+    boolean faulty = true;
+
+    Run(long seed, boolean chaos) {
+      this.random = new SplittableRandom(seed);
+      this.chaos = chaos;
+      this.engine = new FakeEngine(200, FallbackPolicy.LOCAL, random::nextDouble);
+      engine.portInstead = this;
+      this.budget = engine.budget(CONFIG);
+    }
+
+    void go() {
+      for (int step = 0; step < 300; step++) {
+        int n = random.nextInt(4);
+        for (int i = 0; i < n; i++) {
+          budget.recordFirstAttempt();
+          made++;
+        }
+        if (chaos && random.nextInt(4) == 0) {
+          budget.acquire(); // a permit ask: calls in flight together
+        }
+        if (chaos && random.nextInt(40) == 0) {
+          current = random.nextInt(ways.length);
+          history.add("route -> " + current);
+        }
+        if (chaos && random.nextInt(80) == 0) {
+          int w = random.nextInt(2);
+          ways[w].restart();
+          history.add("relay " + w + " restarted");
+        }
+        engine.advanceMillis(random.nextInt(20, 200));
+      }
+      faulty = false;
+      history.add("faults stop");
+      engine.advanceMillis(BudgetLink.DOUBT_KEPT_MILLIS + 10_000); // everything in flight lands, the counts go
+      for (Way w : ways) {
+        w.drain();
+      }
+      assertEquals(false, budget.holdsDoubt(), "nothing left in doubt");
+    }
+
+    String history() {
+      return String.join("\n", history.subList(Math.max(0, history.size() - 600), history.size()));
+    }
+
+    @Override
+    public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+      return send(call, sequence, null).reply();
+    }
+
+    @Override
+    public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
+      int w = current;
+      Way way = ways[w];
+      long number = ++numbers;
+      requestsOf.put(number, call.requests());
+      CountsInDoubt carried = offered != null && offered.way() == w ? offered.counts() : null;
+      Message m = new Message(number, call, carried, new CompletableFuture<>());
+      Fate fate = fate();
+      history.add(engine.millis() + " #" + number + " way " + w + " " + call.requests() + "+" + call.need()
+          + (carried == null ? "" : " carrying #" + carried.seq() + " (" + carried.requests() + ")") + " " + fate);
+      way.flushSlow(); // calls ahead of it on the connection run first
+      switch (fate) {
+        case OK -> reply(m, way.run(m), 1 + random.nextInt(5));
+        case REPLY_LOST -> {
+          way.run(m);
+          failInDoubt(m, new RedisException("Connection closed"), 1 + random.nextInt(chaos ? 200 : 3));
+        }
+        case UNRUN -> {
+          unrunInDoubt += call.requests();
+          failInDoubt(m, new RedisException("Connection closed"), 1 + random.nextInt(chaos ? 200 : 3));
+        }
+        case SLOW -> {
+          way.slow.add(m); // runs before the next call on this way, or a little later
+          failInDoubt(m, new RedisCommandTimeoutException("Command timed out"), 1 + random.nextInt(chaos ? 100 : 3));
+          engine.time.schedule(way::flushSlow, (5 + random.nextInt(300)) * FakeEngine.MS);
+        }
+        case ORPHAN -> {
+          way.orphans.add(m); // on a connection already replaced: may arrive after later calls, or never
+          failInDoubt(m, new RedisException("Connection closed"), 1 + random.nextInt(100));
+          engine.time.schedule(() -> way.deliverOrphan(m), (50 + random.nextInt(3_000)) * FakeEngine.MS);
+        }
+        case REFUSED -> fail(m, new RedisException("Currently not connected"), 0);
+        case ERROR_REPLY -> fail(m, new RedisCommandExecutionException("BUSY Redis is busy running a script"), 1);
+      }
+      return new FleetRegistry.Sent(m.reply, w, () -> number, carried != null);
+    }
+
+    private Fate fate() {
+      if (!faulty) {
+        return Fate.OK;
+      }
+      int r = random.nextInt(100);
+      Fate f;
+      if (chaos) {
+        f = r < 55 ? Fate.OK : r < 65 ? Fate.REPLY_LOST : r < 77 ? Fate.UNRUN : r < 85 ? Fate.SLOW : r < 91 ? Fate.ORPHAN
+            : r < 97 ? Fate.REFUSED : Fate.ERROR_REPLY;
+      } else {
+        // isolated: a fault now and then, never in the two calls after one (a carrier's own fate is
+        // known), answered within 3 ms, the route and relays still
+        f = okSince < 2 || r < 85 ? Fate.OK : r < 90 ? Fate.REPLY_LOST : r < 96 ? Fate.UNRUN : r < 98 ? Fate.SLOW
+            : Fate.REFUSED;
+      }
+      okSince = f == Fate.OK ? okSince + 1 : 0;
+      faults += f == Fate.OK ? 0 : 1;
+      return f;
+    }
+
+    private void reply(Message m, BudgetReply r, long afterMillis) {
+      engine.time.schedule(() -> m.reply.complete(r), afterMillis * FakeEngine.MS);
+    }
+
+    private void fail(Message m, Throwable error, long afterMillis) {
+      engine.time.schedule(() -> m.reply.completeExceptionally(error), afterMillis * FakeEngine.MS);
+    }
+
+    private void failInDoubt(Message m, Throwable error, long afterMillis) {
+      engine.time.schedule(() -> {
+        if (m.carried != null) {
+          joined.computeIfAbsent(m.carried.seq(), k -> new ArrayList<>()).add(m.number);
+        }
+        m.reply.completeExceptionally(error);
+      }, afterMillis * FakeEngine.MS);
+    }
+
+    /** The calls whose counts a carried {@code doubt} holds: its own number's, then joined carriers' (a prefix). */
+    private List<Long> chain(CountsInDoubt doubt) {
+      List<Long> calls = new ArrayList<>(List.of(doubt.seq()));
+      long sum = requestsOf.get(doubt.seq());
+      for (long n : joined.getOrDefault(doubt.seq(), List.of())) {
+        if (sum >= doubt.requests()) {
+          break;
+        }
+        calls.add(n);
+        sum += requestsOf.get(n);
+      }
+      assertEquals(sum, doubt.requests(), "carried counts are those of #" + calls + ":\n" + history());
+      return calls;
+    }
+
+    /** Number {@code n}'s first attempts were applied: never twice, never more than made. */
+    private void applied(long n, long requests, String how) {
+      int times = applied.merge(n, 1, Integer::sum);
+      history.add("  applied #" + n + " (" + requests + ") " + how);
+      assertEquals(1, times, "#" + n + " applied twice:\n" + history());
+      appliedRequests += requests;
+      assertTrue(appliedRequests <= made, "applied " + appliedRequests + " of " + made + " made:\n" + history());
+    }
+
+    /** A call on its way, and the future its client waits on. */
+    private record Message(long number, BudgetCall call, CountsInDoubt carried, CompletableFuture<BudgetReply> reply) {}
+
+    /** A relay or Redis: the client's last number (its entry), and calls on its connection not run yet. */
+    private final class Way {
+      final boolean relay;
+      Long last;
+      final ArrayDeque<Message> slow = new ArrayDeque<>();
+      final List<Message> orphans = new ArrayList<>();
+
+      Way(boolean relay) {
+        this.relay = relay;
+      }
+
+      BudgetReply run(Message m) {
+        if (last != null && m.number <= last) {
+          history.add("  #" + m.number + " stale");
+          return reply(BudgetReply.STALE);
+        }
+        boolean adds = m.carried != null && m.carried.applies(last, m.number);
+        last = m.number;
+        applied(m.number, m.call.requests(), "itself");
+        if (adds) {
+          for (long n : chain(m.carried)) {
+            applied(n, requestsOf.get(n), "carried by #" + m.number);
+          }
+          recovered += m.carried.requests();
+        }
+        return reply(m.call.need() > 0 ? BudgetReply.GRANTED : BudgetReply.COUNTED);
+      }
+
+      void flushSlow() {
+        while (!slow.isEmpty()) {
+          run(slow.poll());
+        }
+      }
+
+      void deliverOrphan(Message m) {
+        if (orphans.remove(m)) {
+          history.add(engine.millis() + " late copy of #" + m.number);
+          run(m);
+        }
+      }
+
+      void drain() {
+        flushSlow();
+        orphans.clear(); // never arrive: lost
+      }
+
+      void restart() {
+        last = null; // a new relay: its ledger holds no one
+        slow.clear(); // its connections reset with them
+        orphans.clear();
+      }
+
+      private BudgetReply reply(String status) {
+        long g = BudgetReply.GRANTED.equals(status) ? 1 : 0;
+        return new BudgetReply(status, g, appliedRequests, 0, 0, appliedRequests / 10 + 100, 1, 100_000, 10, 10, "enforce",
+            5, 0, 10_000_000, 2_000);
+      }
+    }
+  }
+}
