@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
 final class BudgetLink {
   /**
    * How long counts in doubt wait for a call on their way: well inside the 4 minutes Redis keeps a
-   * client's entry after its last call (a relay longer), past a relay's 1 s failover and return.
+   * silent client's entry, past a relay's 1 s failover and return.
    */
   static final long DOUBT_KEPT_MILLIS = 60_000;
   private final BudgetConfig seed;

@@ -85,16 +85,17 @@ public final class BudgetRelay {
    * and a call ceiling in the client's terms ({@link RelayArithmetic#clientCeiling}).
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, long now) {
-    return client(clientId, seq, call, null, now);
+    return client(clientId, seq, call, null, 0, now);
   }
 
   /**
-   * As {@link #client(String, long, BudgetCall, long)}, the call carrying {@code carried} (or null): the
-   * counts of the client's last call of unknown fate here, added only if that call never reached this
-   * relay ({@link ReportLedger#report(String, long, CountsInDoubt, long)}).
+   * As {@link #client(String, long, BudgetCall, long)}, the call come on connection {@code session} (an
+   * id unique in this relay) carrying {@code carried} (or null): the counts of the client's last call of
+   * unknown fate here, added only if that call never reached this relay
+   * ({@link ReportLedger#report(String, long, CountsInDoubt, long, long)}: on the same connection).
    */
-  public BudgetReply client(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long now) {
-    ReportLedger.Verdict verdict = ledger.report(clientId, seq, carried, now);
+  public BudgetReply client(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long session, long now) {
+    ReportLedger.Verdict verdict = ledger.report(clientId, seq, carried, session, now);
     if (verdict == ReportLedger.Verdict.STALE) {
       return reply(BudgetReply.STALE, 0, now);
     }

@@ -38,6 +38,7 @@ public final class ReportLedger {
   private static final class Entry {
     long lastSeq;
     long epoch;
+    long session; // the connection its last report came on
   }
 
   /** The default bound: four times the 25,000 clients a relay is planned for. */
@@ -75,16 +76,21 @@ public final class ReportLedger {
 
   /** Judges report {@code seq} of {@code clientId} at {@code nowMillis}; a new one is recorded and its client counted. */
   public Verdict report(String clientId, long seq, long nowMillis) {
-    return report(clientId, seq, null, nowMillis);
+    return report(clientId, seq, null, 0, nowMillis);
   }
 
   /**
-   * As {@link #report(String, long, long)}, for a report that carries {@code carried} (or null): its
-   * counts are to be added too ({@link Verdict#NEW_AND_CARRIED}) only when the client's entry is held
-   * with a last number below theirs, as budget.lua adds them; without an entry (a client new to this
-   * relay, evicted, swept, or a relay restarted) they are dropped, the safe side.
+   * As {@link #report(String, long, long)}, for a report that came on connection {@code session} (an id
+   * unique in this relay) carrying {@code carried} (or null): its counts are to be added too
+   * ({@link Verdict#NEW_AND_CARRIED}) only when the client's entry is held with a last number below
+   * theirs ({@link CountsInDoubt#applies}, as budget.lua adds them) and its last report came on this
+   * same connection. A client's calls on one connection arrive in the order it numbered them, so the
+   * call in doubt never ran here; on another connection it may have gone to another relay process
+   * behind the same address (a Service of several pods), whose ledger is not this one. Else they are
+   * dropped, the safe side: without an entry (a client new to this relay, evicted, swept, a relay
+   * restarted) or after a reconnect.
    */
-  public Verdict report(String clientId, long seq, CountsInDoubt carried, long nowMillis) {
+  public Verdict report(String clientId, long seq, CountsInDoubt carried, long session, long nowMillis) {
     if (clientId == null || clientId.isEmpty()) {
       throw new IllegalArgumentException("clientId must not be empty");
     }
@@ -94,7 +100,7 @@ public final class ReportLedger {
     long epoch = FleetCount.epochOf(nowMillis);
     fleet = FleetCount.read(fleet, epoch);
     Entry e = clients.get(clientId);
-    boolean carries = carried != null && carried.applies(e == null ? null : e.lastSeq, seq);
+    boolean carries = carried != null && e != null && e.session == session && carried.applies(e.lastSeq, seq);
     if (e == null) {
       e = new Entry();
       e.epoch = Long.MIN_VALUE;
@@ -103,6 +109,7 @@ public final class ReportLedger {
       return Verdict.STALE;
     }
     e.lastSeq = seq;
+    e.session = session;
     if (e.epoch != epoch) {
       // an entry stamped ahead of this clock (a clock that went back) is counted again, as budget.lua does
       boolean fresh = FleetCount.newToUnion(e.epoch == Long.MIN_VALUE ? null : e.epoch, epoch);

@@ -26,14 +26,20 @@ class ReportLedgerTest {
   @Test
   void carriedCountsAreNewOnlyBelowNoNumberSeenAndWithAnEntry() {
     ReportLedger l = new ReportLedger();
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 5, new CountsInDoubt(4, 1, 0, 0), 0), "no entry: dropped");
-    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 8, new CountsInDoubt(6, 1, 0, 0), 0));
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 9, new CountsInDoubt(8, 1, 0, 0), 0), "8 was applied");
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 10, new CountsInDoubt(7, 1, 0, 0), 0),
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 5, new CountsInDoubt(4, 1, 0, 0), 1, 0), "no entry: dropped");
+    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 8, new CountsInDoubt(6, 1, 0, 0), 1, 0));
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 9, new CountsInDoubt(8, 1, 0, 0), 1, 0), "8 was applied");
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 10, new CountsInDoubt(7, 1, 0, 0), 1, 0),
         "7 is below the last number: overtaken, or applied, nobody knows");
-    assertEquals(ReportLedger.Verdict.STALE, l.report("a", 10, new CountsInDoubt(9, 1, 0, 0), 0),
+    assertEquals(ReportLedger.Verdict.STALE, l.report("a", 10, new CountsInDoubt(9, 1, 0, 0), 1, 0),
         "a stale carrier applies nothing");
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 11, null, 0));
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 11, null, 1, 0));
+    // two relay processes behind one address: report 12 went to the other; the client came back here
+    // on a new connection, where its entry (11, from the old one) cannot tell whether 12 ran
+    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 13, new CountsInDoubt(12, 1, 0, 0), 2, 0),
+        "another connection than the last report's: dropped");
+    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 15, new CountsInDoubt(14, 1, 0, 0), 2, 0),
+        "the same connection again: added");
   }
 
   @Test

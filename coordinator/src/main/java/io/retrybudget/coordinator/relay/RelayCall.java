@@ -21,15 +21,21 @@ import java.util.List;
  * @param seq its report number (ARGV[2]), strictly increasing per client id
  * @param call the counts, asks and seed
  * @param carried the counts of the client's last call of unknown fate on this relay, or null
+ * @param session the connection it came on (an id unique in the relay; 0: not known)
  */
-public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoubt carried) {
+public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long session) {
   private static final int KEYS = 5;
   private static final int ARGS = 12;
   private static final int ARGS_CARRYING = 17;
 
   /** A call that carries nothing. */
   public RelayCall(String clientId, long seq, BudgetCall call) {
-    this(clientId, seq, call, null);
+    this(clientId, seq, call, null, 0);
+  }
+
+  /** This call, come on connection {@code id}. */
+  public RelayCall onSession(long id) {
+    return new RelayCall(clientId, seq, call, carried, id);
   }
 
   /**
@@ -96,7 +102,7 @@ public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoub
       carried = new CountsInDoubt(doubtSeq, number(command, a + 14, "doubt_requests"),
           number(command, a + 15, "doubt_denied"), number(command, a + 16, "doubt_retries"));
     }
-    return new RelayCall(clientId, seq, call, carried);
+    return new RelayCall(clientId, seq, call, carried, 0);
   }
 
   /**

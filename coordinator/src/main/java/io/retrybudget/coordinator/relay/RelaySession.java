@@ -115,7 +115,7 @@ public final class RelaySession {
   private void budget(List<byte[]> command) {
     RelayCall call;
     try {
-      call = RelayCall.decode(command, 2);
+      call = RelayCall.decode(command, 2).onSession(id);
     } catch (IllegalArgumentException e) {
       out.error("ERR bad budget.lua call: " + e.getMessage());
       return;

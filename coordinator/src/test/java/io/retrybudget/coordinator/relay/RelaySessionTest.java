@@ -122,6 +122,7 @@ class RelaySessionTest {
     assertEquals(3, calls.size());
     assertEquals(new io.retrybudget.budget.redis.protocol.CountsInDoubt(5, 9, 1, 0), calls.get(0).carried());
     assertEquals(30, calls.get(0).call().requests(), "the call's own counts as they were");
+    assertEquals(42, calls.get(0).session(), "with the connection it came on");
     assertEquals(null, calls.get(1).carried(), "an empty doubt_seq carries nothing");
     assertEquals(null, calls.get(2).carried());
     String[] again = java.util.Arrays.copyOf(ARGV, 13);

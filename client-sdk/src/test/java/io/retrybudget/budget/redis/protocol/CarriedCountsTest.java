@@ -50,6 +50,19 @@ class CarriedCountsTest {
   }
 
   @Test
+  void aCarrierAnsweredNoScriptGoesAgainWithWhatItCarries() throws Exception {
+    redis.flushAll();
+    try (Fixture f = new Fixture()) {
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      long lost = f.skipNumber();
+      redis.flushScripts(); // the carrier's EVALSHA is answered NOSCRIPT, never run, and sent again with the text
+      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), new CountsInDoubt(lost, 5, 0, 0));
+      assertEquals(8, carrier.requests(), "1 + 2 + the 5 carried, once");
+      assertEquals(lost + 2, f.client.last(), "the refused attempt took a number, the re-send the next");
+    }
+  }
+
+  @Test
   void theCountsOfACallThatRanAreNotAddedAgain() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
@@ -249,9 +262,9 @@ class CarriedCountsTest {
     }
 
     /**
-     * Number {@code n}'s counts were added: never a second time, but where the entry was cleaned up
-     * since the first (the one case the rule admits: a first attempt delayed past its entry's clean-up,
-     * four minutes and more, is applied as new; lua/README.md).
+     * Number {@code n}'s counts were added: never a second time, but where the entry was lost since the
+     * first (the case the rule admits, docs/RELAY.md: a late copy that arrives after its client's entry
+     * was cleaned up or evicted runs as new, and counts carried after that may be added again).
      */
     private static void applied(Map<Long, Integer> times, java.util.Set<Long> forgotten, long n, List<String> history) {
       int before = times.merge(n, 1, Integer::sum) - 1;
