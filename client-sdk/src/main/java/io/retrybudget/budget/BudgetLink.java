@@ -21,10 +21,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * does a call refused before anyone ran it ({@link BudgetScripts#neverRun}). One whose fate is unknown
  * (a timeout, a connection lost with it in flight) is held in doubt, with its number and the way it
  * went ({@link FleetRegistry.InDoubt}), and the next calls on that way carry its counts: Redis (or the
- * relay) adds them only if that call never ran ({@link CountsInDoubt}), so they are applied once. A
- * carrier whose own fate is unknown joins them under the older number. One is held at a time, for at
- * most {@link #DOUBT_KEPT_MILLIS}; a newer one on another way, an error reply to a carrier, or a port
- * that cannot tell a call's number loses counts: undercounting is the safe side.
+ * relay) adds them only if that call never ran ({@link CountsInDoubt}), so they are applied once.
+ * Another call of unknown fate on the same way joins them under the lower number. One way's are held
+ * at a time, for at most {@link #DOUBT_KEPT_MILLIS}; one on another way, an error reply to a carrier,
+ * or a port that cannot tell a call's number loses counts: undercounting is the safe side.
  */
 final class BudgetLink {
   /**
@@ -98,18 +98,8 @@ final class BudgetLink {
           lostInDoubt.addAndGet(carried.counts().requests());
         }
       } else if (number > 0) {
-        // run or not, nobody knows: held in doubt, for the next call on its way. A carrier joins what it
-        // carried, under the older number: added only if neither ran (a call numbered between them that
-        // ran drops both: the safe side)
-        if (how.carried()
-            && inDoubt.compareAndSet(carried, new FleetRegistry.InDoubt(how.way(), carried.counts().with(c), carried.sinceMillis()))) {
-          return;
-        }
-        FleetRegistry.InDoubt was = inDoubt.getAndSet(
-            new FleetRegistry.InDoubt(how.way(), CountsInDoubt.of(number, c), now));
-        if (was != null) {
-          lostInDoubt.addAndGet(was.counts().requests()); // one held at a time: the one before is given up
-        }
+        // run or not, nobody knows: held in doubt, for the next call on its way
+        inDoubt(how.way(), number, c, now);
       } else {
         lostInDoubt.addAndGet(c.requests()); // a port that cannot tell the number: lost
       }
@@ -129,6 +119,28 @@ final class BudgetLink {
       }
       return reply;
     });
+  }
+
+  /**
+   * Call {@code number} of {@code c}'s counts, on way {@code way}, is of unknown fate. Joined to counts
+   * already in doubt on that way, under the lower number: added only if no call numbered from there on
+   * ran on that way (one that ran drops them all: the safe side). Sound because a way's entry only
+   * grows: an entry below the lower number means none of them ran. Counts in doubt on another way are
+   * given up (one way's at a time).
+   */
+  private void inDoubt(int way, long number, BudgetCall c, long now) {
+    while (true) {
+      FleetRegistry.InDoubt was = inDoubt.get();
+      FleetRegistry.InDoubt next = was != null && was.way() == way
+          ? new FleetRegistry.InDoubt(way, was.counts().with(number, c), Math.min(was.sinceMillis(), now))
+          : new FleetRegistry.InDoubt(way, CountsInDoubt.of(number, c), now);
+      if (inDoubt.compareAndSet(was, next)) {
+        if (was != null && was.way() != way) {
+          lostInDoubt.addAndGet(was.counts().requests());
+        }
+        return;
+      }
+    }
   }
 
   /** The counts in doubt to offer the next call, unless held too long (then lost). */

@@ -72,10 +72,9 @@ class DoubtScheduleTest {
     final Way[] ways = {new Way(true), new Way(true), new Way(false)};
     final Map<Long, Integer> applied = new HashMap<>(); // number -> times its first attempts were applied
     final Map<Long, Long> requestsOf = new HashMap<>(); // number -> first attempts it went with
-    // number N -> calls that carried N's counts and failed of unknown fate, in the order they failed:
-    // the SDK joins each such carrier's counts to N's (FleetRegistry.InDoubt), so a later carrier of N
-    // may carry N's and a prefix of these
-    final Map<Long, List<Long>> joined = new HashMap<>();
+    // the model of the budget's counts in doubt (BudgetLink's rule, followed step by step on this one
+    // thread): the way, and the calls whose counts they hold; a carrier's counts are checked against it
+    Doubt doubt;
     final List<String> history = new ArrayList<>();
     int current; // the way calls take now
     long numbers;
@@ -141,13 +140,33 @@ class DoubtScheduleTest {
       long number = ++numbers;
       requestsOf.put(number, call.requests());
       CountsInDoubt carried = offered != null && offered.way() == w ? offered.counts() : null;
-      Message m = new Message(number, call, carried, new CompletableFuture<>());
+      if (doubt != null && engine.millis() - doubt.since > BudgetLink.DOUBT_KEPT_MILLIS) {
+        doubt = null; // held too long: given up
+      }
+      Doubt modelled = carried == null ? null : doubt;
+      if (carried != null) {
+        assertTrue(modelled != null && modelled.way == w, "carries counts the model holds none of:\n" + history());
+        assertEquals(modelled.seq, carried.seq(), "the number counts in doubt go with");
+        assertEquals(modelled.calls.stream().mapToLong(requestsOf::get).sum(), carried.requests(),
+            "carried counts are those of #" + modelled.calls + ":\n" + history());
+      } else {
+        assertTrue(doubt == null || doubt.way != w, "counts in doubt on this way not carried:\n" + history());
+      }
+      Message m = new Message(number, w, engine.millis(), call, carried, modelled, new CompletableFuture<>());
       Fate fate = fate();
       history.add(engine.millis() + " #" + number + " way " + w + " " + call.requests() + "+" + call.need()
           + (carried == null ? "" : " carrying #" + carried.seq() + " (" + carried.requests() + ")") + " " + fate);
       way.flushSlow(); // calls ahead of it on the connection run first
       switch (fate) {
-        case OK -> reply(m, way.run(m), 1 + random.nextInt(5));
+        case OK -> {
+          BudgetReply r = way.run(m);
+          engine.time.schedule(() -> {
+            if (r.applied() && m.offered != null && doubt == m.offered) {
+              doubt = null; // added, or dropped as applied already: done either way
+            }
+            m.reply.complete(r);
+          }, (1 + random.nextInt(5)) * FakeEngine.MS);
+        }
         case REPLY_LOST -> {
           way.run(m);
           failInDoubt(m, new RedisException("Connection closed"), 1 + random.nextInt(chaos ? 200 : 3));
@@ -167,7 +186,12 @@ class DoubtScheduleTest {
           engine.time.schedule(() -> way.deliverOrphan(m), (50 + random.nextInt(3_000)) * FakeEngine.MS);
         }
         case REFUSED -> fail(m, new RedisException("Currently not connected"), 0);
-        case ERROR_REPLY -> fail(m, new RedisCommandExecutionException("BUSY Redis is busy running a script"), 1);
+        case ERROR_REPLY -> engine.time.schedule(() -> {
+          if (m.offered != null && doubt == m.offered) {
+            doubt = null; // an error reply to a carrier gives up what it carried
+          }
+          m.reply.completeExceptionally(new RedisCommandExecutionException("BUSY Redis is busy running a script"));
+        }, FakeEngine.MS);
       }
       return new FleetRegistry.Sent(m.reply, w, () -> number, carried != null);
     }
@@ -192,36 +216,22 @@ class DoubtScheduleTest {
       return f;
     }
 
-    private void reply(Message m, BudgetReply r, long afterMillis) {
-      engine.time.schedule(() -> m.reply.complete(r), afterMillis * FakeEngine.MS);
-    }
-
     private void fail(Message m, Throwable error, long afterMillis) {
       engine.time.schedule(() -> m.reply.completeExceptionally(error), afterMillis * FakeEngine.MS);
     }
 
     private void failInDoubt(Message m, Throwable error, long afterMillis) {
       engine.time.schedule(() -> {
-        if (m.carried != null) {
-          joined.computeIfAbsent(m.carried.seq(), k -> new ArrayList<>()).add(m.number);
+        // of unknown fate: joined to counts in doubt on its way under the lower number, else held alone
+        if (doubt != null && doubt.way == m.way) {
+          List<Long> calls = new ArrayList<>(doubt.calls);
+          calls.add(m.number);
+          doubt = new Doubt(m.way, Math.min(doubt.seq, m.number), calls, Math.min(doubt.since, m.sentAt));
+        } else {
+          doubt = new Doubt(m.way, m.number, List.of(m.number), m.sentAt);
         }
         m.reply.completeExceptionally(error);
       }, afterMillis * FakeEngine.MS);
-    }
-
-    /** The calls whose counts a carried {@code doubt} holds: its own number's, then joined carriers' (a prefix). */
-    private List<Long> chain(CountsInDoubt doubt) {
-      List<Long> calls = new ArrayList<>(List.of(doubt.seq()));
-      long sum = requestsOf.get(doubt.seq());
-      for (long n : joined.getOrDefault(doubt.seq(), List.of())) {
-        if (sum >= doubt.requests()) {
-          break;
-        }
-        calls.add(n);
-        sum += requestsOf.get(n);
-      }
-      assertEquals(sum, doubt.requests(), "carried counts are those of #" + calls + ":\n" + history());
-      return calls;
     }
 
     /** Number {@code n}'s first attempts were applied: never twice, never more than made. */
@@ -233,8 +243,12 @@ class DoubtScheduleTest {
       assertTrue(appliedRequests <= made, "applied " + appliedRequests + " of " + made + " made:\n" + history());
     }
 
-    /** A call on its way, and the future its client waits on. */
-    private record Message(long number, BudgetCall call, CountsInDoubt carried, CompletableFuture<BudgetReply> reply) {}
+    /** A call on its way (carrying the counts of {@code offered}, as the model holds them), and the future its client waits on. */
+    private record Message(long number, int way, long sentAt, BudgetCall call, CountsInDoubt carried, Doubt offered,
+        CompletableFuture<BudgetReply> reply) {}
+
+    /** Counts in doubt as the model holds them: their way and number, the calls whose counts they are, since when. */
+    private record Doubt(int way, long seq, List<Long> calls, long since) {}
 
     /** A relay or Redis: the client's last number (its entry), and calls on its connection not run yet. */
     private final class Way {
@@ -256,7 +270,7 @@ class DoubtScheduleTest {
         last = m.number;
         applied(m.number, m.call.requests(), "itself");
         if (adds) {
-          for (long n : chain(m.carried)) {
+          for (long n : m.offered.calls) {
             applied(n, requestsOf.get(n), "carried by #" + m.number);
           }
           recovered += m.carried.requests();

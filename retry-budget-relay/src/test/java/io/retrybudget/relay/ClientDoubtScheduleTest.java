@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Test;
  * a call applied and its reply lost, one never written (its timeout with the connection still up),
  * one lost with its connection, one run after its timeout but ahead of later calls, reconnects to
  * either process, processes restarted. The client is modelled as the SDK's {@code BudgetLink} does it
- * (one call in doubt at a time, carried by the next call, a carrier of unknown fate joining it under
- * the older number); the relays are real {@link ReportLedger}s. At every step: no call's counts are
+ * (counts in doubt carried by the next call, another call of unknown fate joining them under the
+ * lower number); the relays are real {@link ReportLedger}s. At every step: no call's counts are
  * applied twice, across both processes (without the ledger's same-connection rule seed 1 applies one
  * twice), and more than half the calls that timed out unwritten are recovered (2,147 of 4,074).
  */
@@ -101,11 +101,11 @@ class ClientDoubtScheduleTest {
         }
       }
       if (fate != Fate.OK) {
-        // unknown fate: held in doubt, joined to what it carried under the older number
-        if (carried != null && doubt == carried) {
-          List<Long> calls = new ArrayList<>(carried.calls());
+        // unknown fate: held in doubt, joined to what is in doubt already (one way) under the lower number
+        if (doubt != null) {
+          List<Long> calls = new ArrayList<>(doubt.calls());
           calls.add(n);
-          doubt = new Doubt(carried.seq(), calls);
+          doubt = new Doubt(Math.min(doubt.seq(), n), calls);
         } else {
           doubt = new Doubt(n, List.of(n));
         }

@@ -27,13 +27,17 @@ public record CountsInDoubt(long seq, long requests, long denied, long retries) 
   }
 
   /**
-   * These counts and {@code carrier}'s, a call that carried them and whose own fate is unknown too, under
-   * this (the older) number: added only if neither ran. Sound because the carrier's number is the higher:
-   * an entry below this number means neither ran; one at or above it means this one may have, and both
-   * are dropped (the carrier's counts too, though it may never have run: the safe side).
+   * These counts and those of {@code call}, which went with number {@code number} on the same way, its
+   * fate unknown too, under the lower of the two numbers: added only if neither ran. Sound on one way,
+   * whose entry only grows: an entry below the lower number means neither ran; one at or above it means
+   * either may have, and both are dropped (the safe side).
    */
-  public CountsInDoubt with(BudgetCall carrier) {
-    return new CountsInDoubt(seq, requests + carrier.requests(), denied + carrier.denied(), retries + carrier.retries());
+  public CountsInDoubt with(long number, BudgetCall call) {
+    if (number < 1) {
+      throw new IllegalArgumentException("number must be at least 1, was " + number);
+    }
+    return new CountsInDoubt(Math.min(seq, number), requests + call.requests(), denied + call.denied(),
+        retries + call.retries());
   }
 
   /**
