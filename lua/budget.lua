@@ -77,19 +77,27 @@ end
 -- applied only while this client's entry (its last number) is held, so a copy that arrives after the
 -- entry was cleaned up (its client silent for two fleet epochs) is never applied a second time
 local again = ARGV[13] == 'again'
--- ARGV[14..17] (optional): the number and counts (first attempts, denied, retries) of this client's
--- last call of unknown fate on this way (a timeout, a connection lost with it in flight), carried by
--- this later call: added only while the client's entry is held with a last number below that call's.
--- A client's calls on one way go in number order on one connection, so that call never ran here, and
--- should it arrive later it is stale: its counts are applied once. Without an entry they stay lost.
-local doubt_seq, doubt_requests, doubt_denied, doubt_retries = nil, 0, 0, 0
+-- ARGV[14..] (optional): up to 8 groups of 4, the number and counts (first attempts, denied,
+-- retries) of calls of this client's on this way whose fate it does not know (a timeout, a connection
+-- lost with the call in flight), carried by this later call, in increasing number order. Each is added
+-- only while the client's entry is held with a last number below its own: a client's numbers only
+-- grow on one way, so that call never ran, and should it arrive later it is stale. Without an entry
+-- they stay lost. A group carried again (its first carrier's fate unknown too) is never added twice:
+-- a carrier that ran raised the last number past it.
+local doubts = {}
 if ARGV[14] ~= nil and ARGV[14] ~= '' then
-  doubt_seq, doubt_requests, doubt_denied, doubt_retries = int(14), int(15), int(16), int(17)
-  if doubt_seq == nil or doubt_seq < 1 or doubt_seq >= seq or client_id == '' then
+  local groups = (#ARGV - 13) / 4
+  if groups ~= math.floor(groups) or groups > 8 or client_id == '' then
     return redis.error_reply('ERR invalid doubt_seq')
   end
-  if doubt_requests == nil or doubt_denied == nil or doubt_retries == nil then
-    return redis.error_reply('ERR invalid doubt counts')
+  local below = 0
+  for g = 0, groups - 1 do
+    local d_seq = int(14 + 4 * g)
+    if d_seq == nil or d_seq <= below or d_seq >= seq then return redis.error_reply('ERR invalid doubt_seq') end
+    local d_req, d_den, d_ret = int(15 + 4 * g), int(16 + 4 * g), int(17 + 4 * g)
+    if d_req == nil or d_den == nil or d_ret == nil then return redis.error_reply('ERR invalid doubt counts') end
+    doubts[#doubts + 1] = { d_seq, d_req, d_den, d_ret }
+    below = d_seq
   end
 end
 -- ARGV[7..10]: the seed; ARGV[7] = '' means "do not seed" (reply `missing` when none is stored)
@@ -298,11 +306,14 @@ if client_id ~= '' then
     fleet_changed = true
   end
   client_entry = string.format('%d:%d', seq, epoch)
-  if doubt_seq and s and last_seq < doubt_seq then
-    -- (what one call reports is capped: the carried counts and this call's together)
-    add_requests = math.min(add_requests + math.min(doubt_requests, call_cap), call_cap)
-    add_denied = math.min(add_denied + math.min(doubt_denied, call_cap), call_cap)
-    add_retries = math.min(add_retries + math.min(doubt_retries, call_cap), call_cap)
+  for i = 1, #doubts do
+    local d = doubts[i]
+    if s and last_seq < d[1] then
+      -- (what one call reports is capped: the carried counts and this call's together)
+      add_requests = math.min(add_requests + math.min(d[2], call_cap), call_cap)
+      add_denied = math.min(add_denied + math.min(d[3], call_cap), call_cap)
+      add_retries = math.min(add_retries + math.min(d[4], call_cap), call_cap)
+    end
   end
 end
 active = math.max(fleet_now, fleet_before)

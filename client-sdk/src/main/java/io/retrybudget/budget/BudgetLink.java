@@ -4,13 +4,11 @@ import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
-import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One budget's calls to Redis and what their replies taught it. A call takes the counts not sent yet
@@ -19,19 +17,14 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@link FleetRegistry} the fleet's size, the {@link ConfigInForce} the configuration and the
  * {@link FlushSchedule} when to flush next. A reply that applied nothing puts the counts back, and so
  * does a call refused before anyone ran it ({@link BudgetScripts#neverRun}). One whose fate is unknown
- * (a timeout, a connection lost with it in flight) is held in doubt, with its number and the way it
- * went ({@link FleetRegistry.InDoubt}), and the next calls on that way carry its counts: Redis (or the
- * relay) adds them only if that call never ran ({@link CountsInDoubt}), so they are applied once.
- * Another call of unknown fate on the same way joins them under the lower number. One way's are held
- * at a time, for at most {@link #DOUBT_KEPT_MILLIS}; one on another way, an error reply to a carrier,
- * or a port that cannot tell a call's number loses counts: undercounting is the safe side.
+ * (a timeout, a connection lost with it in flight) is held in doubt with its number and the way it
+ * went ({@link HeldDoubts}), and the next calls on that way carry its counts: Redis (or the relay) adds
+ * them only if that call never ran ({@code CountsInDoubt}), so they are applied once. One way's are
+ * held at a time, at most {@code BudgetScripts.MAX_CARRIED}, each for at most
+ * {@link CallsInDoubt#KEPT_MILLIS}; beyond that, on another way, carried by a call answered with an error
+ * or through a port that cannot tell a call's number, counts are lost: undercounting is the safe side.
  */
 final class BudgetLink {
-  /**
-   * How long counts in doubt wait for a call on their way: well inside the 4 minutes Redis keeps a
-   * silent client's entry, past a relay's 1 s failover and return.
-   */
-  static final long DOUBT_KEPT_MILLIS = 60_000;
   private final BudgetConfig seed;
   private final FleetRegistry fleet;
   private final PendingCounts pending;
@@ -41,9 +34,7 @@ final class BudgetLink {
   private final ConfigInForce configInForce;
   private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
   private final AtomicLong callsSent = new AtomicLong();
-  // the last call of unknown fate: its counts go with the next call on its way
-  private final AtomicReference<FleetRegistry.InDoubt> inDoubt = new AtomicReference<>();
-  private final AtomicLong lostInDoubt = new AtomicLong(); // first attempts given up in doubt
+  private final HeldDoubts doubts = new HeldDoubts(); // calls of unknown fate: their counts go with the next calls on their way
   private volatile Learned learned;
   private volatile long remaining = -1; // the paced balance's whole permits in the last applied reply; -1: none yet
 
@@ -69,7 +60,7 @@ final class BudgetLink {
         Math.max(need, want), seed);
     // counts beyond what one call may report (the trust model's cap) go with the next calls
     pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
-    FleetRegistry.InDoubt carried = carriable(now);
+    CallsInDoubt carried = doubts.offer(now);
     FleetRegistry.Sent on;
     try {
       on = port.send(c, sequence, carried);
@@ -81,7 +72,7 @@ final class BudgetLink {
     sent.whenComplete((reply, error) -> {
       if (error == null) {
         if (reply.applied() && how.carried()) {
-          inDoubt.compareAndSet(carried, null); // added by Redis, or dropped as applied already: done either way
+          doubts.answered(carried); // each added, or dropped as run already: done either way
         }
         return;
       }
@@ -94,14 +85,15 @@ final class BudgetLink {
         // an error reply: the script (or relay) refused it before writing anything. Its counts are lost,
         // as before; what it carried is given up too, so a relay or script that refuses the extra
         // arguments costs one call's counts, not every call's while they wait
-        if (how.carried() && inDoubt.compareAndSet(carried, null)) {
-          lostInDoubt.addAndGet(carried.counts().requests());
+        if (how.carried()) {
+          doubts.refused(carried);
         }
       } else if (number > 0) {
-        // run or not, nobody knows: held in doubt, for the next call on its way
-        inDoubt(how.way(), number, c, now);
+        // run or not, nobody knows: held in doubt, for the next calls on its way (what it carried stays:
+        // carried again, it is never added twice)
+        doubts.unknown(how.way(), number, c, now);
       } else {
-        lostInDoubt.addAndGet(c.requests()); // a port that cannot tell the number: lost
+        doubts.lostWithout(c.requests()); // a port that cannot tell the number: lost
       }
     });
     return sent.thenApply(reply -> {
@@ -121,48 +113,14 @@ final class BudgetLink {
     });
   }
 
-  /**
-   * Call {@code number} of {@code c}'s counts, on way {@code way}, is of unknown fate. Joined to counts
-   * already in doubt on that way, under the lower number: added only if no call numbered from there on
-   * ran on that way (one that ran drops them all: the safe side). Sound because a way's entry only
-   * grows: an entry below the lower number means none of them ran. Counts in doubt on another way are
-   * given up (one way's at a time).
-   */
-  private void inDoubt(int way, long number, BudgetCall c, long now) {
-    while (true) {
-      FleetRegistry.InDoubt was = inDoubt.get();
-      FleetRegistry.InDoubt next = was != null && was.way() == way
-          ? new FleetRegistry.InDoubt(way, was.counts().with(number, c), Math.min(was.sinceMillis(), now))
-          : new FleetRegistry.InDoubt(way, CountsInDoubt.of(number, c), now);
-      if (inDoubt.compareAndSet(was, next)) {
-        if (was != null && was.way() != way) {
-          lostInDoubt.addAndGet(was.counts().requests());
-        }
-        return;
-      }
-    }
-  }
-
-  /** The counts in doubt to offer the next call, unless held too long (then lost). */
-  private FleetRegistry.InDoubt carriable(long now) {
-    FleetRegistry.InDoubt d = inDoubt.get();
-    if (d != null && now - d.sinceMillis() > DOUBT_KEPT_MILLIS) {
-      if (inDoubt.compareAndSet(d, null)) {
-        lostInDoubt.addAndGet(d.counts().requests());
-      }
-      return null;
-    }
-    return d;
-  }
-
   /** Whether counts of a call of unknown fate wait for a call on their way. */
   boolean holdsDoubt() {
-    return inDoubt.get() != null;
+    return doubts.any();
   }
 
   /** First attempts given up in doubt so far: carried by a call whose own fate is unknown, or held too long. */
   long lostInDoubt() {
-    return lostInDoubt.get();
+    return doubts.lostRequests();
   }
 
   /** Whether the way answered with an error (the call was refused, not lost on its way). */

@@ -7,6 +7,7 @@ import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import io.retrybudget.budget.redis.protocol.NumberedCall;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -43,11 +44,11 @@ final class DirectPort implements FleetRegistry.Port {
    * written: lost, as before).
    */
   @Override
-  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
-    CountsInDoubt carried = offered != null && offered.way() == way ? offered.counts() : null;
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
+    List<CountsInDoubt> carried = offered != null && offered.way() == way ? offered.counts() : List.of();
     try {
       NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried);
-      return new FleetRegistry.Sent(n.reply(), way, n::number, carried != null);
+      return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty());
     } catch (RuntimeException e) {
       return new FleetRegistry.Sent(CompletableFuture.failedFuture(e), way, () -> FleetRegistry.Sent.UNKNOWN, false);
     }

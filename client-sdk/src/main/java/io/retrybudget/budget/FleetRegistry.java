@@ -16,11 +16,11 @@ interface FleetRegistry {
     CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence);
 
     /**
-     * As {@link #budget}, carrying {@code carried} (or null) if the call goes the way it was in doubt on,
-     * and telling the way it went and the number of its last attempt. This default carries nothing and
-     * cannot tell the number: a call of unknown fate is then lost, as before.
+     * As {@link #budget}, carrying {@code offered}'s counts (or none) if the call goes the way they were
+     * in doubt on, and telling the way it went and the number of its last attempt. This default carries
+     * nothing and cannot tell the number: a call of unknown fate is then lost, as before.
      */
-    default Sent send(BudgetCall call, ClientSequence sequence, InDoubt carried) {
+    default Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
       return new Sent(budget(call, sequence), 0, () -> Sent.UNKNOWN, false);
     }
   }
@@ -33,9 +33,6 @@ interface FleetRegistry {
   record Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried) {
     static final long UNKNOWN = -1;
   }
-
-  /** The counts of a budget's last call of unknown fate, and the way it went: only a call on that way carries them. */
-  record InDoubt(int way, io.retrybudget.budget.redis.protocol.CountsInDoubt counts, long sinceMillis) {}
 
   /** The way to Redis; null while it was never reached. */
   Port port();

@@ -120,7 +120,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
    * doubt on that way (a relay's numbers are not Redis's: on another way they wait).
    */
   @Override
-  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
     long now = clock.getAsLong();
     int w;
     synchronized (route) {

@@ -22,8 +22,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A budget's calls of unknown fate under random fault schedules, Jepsen-style, on fake time: the real
  * {@link RedisRetryBudget} and {@link BudgetLink} against a model of three ways (two relays and Redis),
- * each de-duplicating by the client's last number and adding carried counts by budget.lua's rule
- * ({@link CountsInDoubt#applies}). A call is applied and its reply lost, lost before it ran, applied
+ * each de-duplicating by the client's last number and adding each carried call's counts by
+ * budget.lua's rule ({@link CountsInDoubt#applies}). A call is applied and its reply lost, lost before it ran, applied
  * after its timeout but ahead of later calls (one connection, in order), delivered late out of order
  * (a copy from a connection already replaced), refused unsent, or refused with an error reply; the
  * route moves between ways and relays restart (their ledgers and connections gone). The history is
@@ -82,6 +82,7 @@ class DoubtScheduleTest {
     long appliedRequests;
     long unrunInDoubt; // first attempts of calls that never ran and whose client took them for unknown fate
     long recovered; // of those, applied by a carrier
+    final java.util.Set<Long> unrunNumbers = new java.util.HashSet<>();
     int faults;
     int okSince; // calls answered in order since the last fault (none at first: a first call of unknown fate is lost, no entry judges it)
     boolean faulty = true;
@@ -117,7 +118,7 @@ class DoubtScheduleTest {
       }
       faulty = false;
       history.add("faults stop");
-      engine.advanceMillis(BudgetLink.DOUBT_KEPT_MILLIS + 10_000); // everything in flight lands, the counts go
+      engine.advanceMillis(CallsInDoubt.KEPT_MILLIS + 10_000); // everything in flight lands, the counts go
       for (Way w : ways) {
         w.drain();
       }
@@ -134,35 +135,37 @@ class DoubtScheduleTest {
     }
 
     @Override
-    public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, FleetRegistry.InDoubt offered) {
+    public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
       int w = current;
       Way way = ways[w];
       long number = ++numbers;
       requestsOf.put(number, call.requests());
-      CountsInDoubt carried = offered != null && offered.way() == w ? offered.counts() : null;
-      if (doubt != null && engine.millis() - doubt.since > BudgetLink.DOUBT_KEPT_MILLIS) {
-        doubt = null; // held too long: given up
+      List<CountsInDoubt> carried = offered != null && offered.way() == w ? offered.counts() : List.of();
+      if (doubt != null) {
+        List<Held> kept = doubt.calls.stream().filter(h -> engine.millis() - h.sentAt <= CallsInDoubt.KEPT_MILLIS).toList();
+        doubt = kept.isEmpty() ? null : new Doubt(doubt.way, kept); // held too long: given up
       }
-      Doubt modelled = carried == null ? null : doubt;
-      if (carried != null) {
+      Doubt modelled = carried.isEmpty() ? null : doubt;
+      if (!carried.isEmpty()) {
         assertTrue(modelled != null && modelled.way == w, "carries counts the model holds none of:\n" + history());
-        assertEquals(modelled.seq, carried.seq(), "the number counts in doubt go with");
-        assertEquals(modelled.calls.stream().mapToLong(requestsOf::get).sum(), carried.requests(),
-            "carried counts are those of #" + modelled.calls + ":\n" + history());
+        assertEquals(modelled.numbers(), carried.stream().map(CountsInDoubt::seq).toList(), "the calls carried");
+        for (CountsInDoubt d : carried) {
+          assertEquals(requestsOf.get(d.seq()), d.requests(), "carried counts are their call's:\n" + history());
+        }
       } else {
         assertTrue(doubt == null || doubt.way != w, "counts in doubt on this way not carried:\n" + history());
       }
       Message m = new Message(number, w, engine.millis(), call, carried, modelled, new CompletableFuture<>());
       Fate fate = fate();
       history.add(engine.millis() + " #" + number + " way " + w + " " + call.requests() + "+" + call.need()
-          + (carried == null ? "" : " carrying #" + carried.seq() + " (" + carried.requests() + ")") + " " + fate);
+          + (carried.isEmpty() ? "" : " carrying #" + carried.stream().map(CountsInDoubt::seq).toList()) + " " + fate);
       way.flushSlow(); // calls ahead of it on the connection run first
       switch (fate) {
         case OK -> {
           BudgetReply r = way.run(m);
           engine.time.schedule(() -> {
-            if (r.applied() && m.offered != null && doubt == m.offered) {
-              doubt = null; // added, or dropped as applied already: done either way
+            if (r.applied() && m.offered != null) {
+              release(m); // each added, or dropped as run already: done either way
             }
             m.reply.complete(r);
           }, (1 + random.nextInt(5)) * FakeEngine.MS);
@@ -173,6 +176,7 @@ class DoubtScheduleTest {
         }
         case UNRUN -> {
           unrunInDoubt += call.requests();
+          unrunNumbers.add(number);
           failInDoubt(m, new RedisException("Connection closed"), 1 + random.nextInt(chaos ? 200 : 3));
         }
         case SLOW -> {
@@ -187,13 +191,13 @@ class DoubtScheduleTest {
         }
         case REFUSED -> fail(m, new RedisException("Currently not connected"), 0);
         case ERROR_REPLY -> engine.time.schedule(() -> {
-          if (m.offered != null && doubt == m.offered) {
-            doubt = null; // an error reply to a carrier gives up what it carried
+          if (m.offered != null) {
+            release(m); // an error reply to a carrier gives up what it carried
           }
           m.reply.completeExceptionally(new RedisCommandExecutionException("BUSY Redis is busy running a script"));
         }, FakeEngine.MS);
       }
-      return new FleetRegistry.Sent(m.reply, w, () -> number, carried != null);
+      return new FleetRegistry.Sent(m.reply, w, () -> number, !carried.isEmpty());
     }
 
     private Fate fate() {
@@ -222,16 +226,25 @@ class DoubtScheduleTest {
 
     private void failInDoubt(Message m, Throwable error, long afterMillis) {
       engine.time.schedule(() -> {
-        // of unknown fate: joined to counts in doubt on its way under the lower number, else held alone
-        if (doubt != null && doubt.way == m.way) {
-          List<Long> calls = new ArrayList<>(doubt.calls);
-          calls.add(m.number);
-          doubt = new Doubt(m.way, Math.min(doubt.seq, m.number), calls, Math.min(doubt.since, m.sentAt));
-        } else {
-          doubt = new Doubt(m.way, m.number, List.of(m.number), m.sentAt);
+        // of unknown fate: added to the calls in doubt on its way (another way's given up), the oldest
+        // sent given up beyond the limit
+        List<Held> calls = new ArrayList<>(doubt != null && doubt.way == m.way ? doubt.calls : List.of());
+        calls.add(new Held(m.number, m.sentAt));
+        calls.sort(java.util.Comparator.comparingLong(Held::number));
+        while (calls.size() > io.retrybudget.budget.redis.protocol.BudgetScripts.MAX_CARRIED) {
+          calls.remove(calls.stream().min(java.util.Comparator.comparingLong(Held::sentAt)).orElseThrow());
         }
+        doubt = new Doubt(m.way, calls);
         m.reply.completeExceptionally(error);
       }, afterMillis * FakeEngine.MS);
+    }
+
+    /** The calls {@code m} carried are let go of. */
+    private void release(Message m) {
+      if (doubt != null) {
+        List<Held> left = doubt.calls.stream().filter(h -> !m.offered.numbers().contains(h.number)).toList();
+        doubt = left.isEmpty() ? null : new Doubt(doubt.way, left);
+      }
     }
 
     /** Number {@code n}'s first attempts were applied: never twice, never more than made. */
@@ -244,11 +257,17 @@ class DoubtScheduleTest {
     }
 
     /** A call on its way (carrying the counts of {@code offered}, as the model holds them), and the future its client waits on. */
-    private record Message(long number, int way, long sentAt, BudgetCall call, CountsInDoubt carried, Doubt offered,
+    private record Message(long number, int way, long sentAt, BudgetCall call, List<CountsInDoubt> carried, Doubt offered,
         CompletableFuture<BudgetReply> reply) {}
 
-    /** Counts in doubt as the model holds them: their way and number, the calls whose counts they are, since when. */
-    private record Doubt(int way, long seq, List<Long> calls, long since) {}
+    /** Counts in doubt as the model holds them: their way, and each call's number and send time, in number order. */
+    private record Doubt(int way, List<Held> calls) {
+      List<Long> numbers() {
+        return calls.stream().map(Held::number).toList();
+      }
+    }
+
+    private record Held(long number, long sentAt) {}
 
     /** A relay or Redis: the client's last number (its entry), and calls on its connection not run yet. */
     private final class Way {
@@ -266,14 +285,14 @@ class DoubtScheduleTest {
           history.add("  #" + m.number + " stale");
           return reply(BudgetReply.STALE);
         }
-        boolean adds = m.carried != null && m.carried.applies(last, m.number);
+        Long before = last;
         last = m.number;
         applied(m.number, m.call.requests(), "itself");
-        if (adds) {
-          for (long n : m.offered.calls) {
-            applied(n, requestsOf.get(n), "carried by #" + m.number);
+        for (CountsInDoubt d : m.carried) {
+          if (d.applies(before, m.number)) { // budget.lua's rule, call by call
+            applied(d.seq(), d.requests(), "carried by #" + m.number);
+            recovered += unrunNumbers.contains(d.seq()) ? d.requests() : 0;
           }
-          recovered += m.carried.requests();
         }
         return reply(m.call.need() > 0 ? BudgetReply.GRANTED : BudgetReply.COUNTED);
       }

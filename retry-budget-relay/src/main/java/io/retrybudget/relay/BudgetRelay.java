@@ -85,25 +85,25 @@ public final class BudgetRelay {
    * and a call ceiling in the client's terms ({@link RelayArithmetic#clientCeiling}).
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, long now) {
-    return client(clientId, seq, call, null, 0, now);
+    return client(clientId, seq, call, java.util.List.of(), 0, now);
   }
 
   /**
    * As {@link #client(String, long, BudgetCall, long)}, the call come on connection {@code session} (an
-   * id unique in this relay) carrying {@code carried} (or null): the counts of the client's last call of
-   * unknown fate here, added only if that call never reached this relay
-   * ({@link ReportLedger#report(String, long, CountsInDoubt, long, long)}: on the same connection).
+   * id unique in this relay) carrying {@code carried}: the counts of the client's calls of unknown fate
+   * here, each added only if that call never reached this relay
+   * ({@link ReportLedger#report(String, long, java.util.List, long, long)}).
    */
-  public BudgetReply client(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long session, long now) {
-    ReportLedger.Verdict verdict = ledger.report(clientId, seq, carried, session, now);
-    if (verdict == ReportLedger.Verdict.STALE) {
+  public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
+      long session, long now) {
+    ReportLedger.Judged judged = ledger.report(clientId, seq, carried, session, now);
+    if (judged.verdict() == ReportLedger.Verdict.STALE) {
       return reply(BudgetReply.STALE, 0, now);
     }
-    if (verdict == ReportLedger.Verdict.NEW_AND_CARRIED) {
+    if (judged.verdict() == ReportLedger.Verdict.NEW_AND_CARRIED) {
       // capped as one call's report is (BudgetCall): the carried counts and the call's own together
-      BudgetCall with = new BudgetCall(call.name(), call.requests() + carried.requests(),
-          call.denied() + carried.denied(), call.retries() + carried.retries(), call.need(), call.want(), call.seed());
-      call = with;
+      call = new BudgetCall(call.name(), call.requests() + judged.requests(), call.denied() + judged.denied(),
+          call.retries() + judged.retries(), call.need(), call.want(), call.seed());
     }
     if (seed == null) {
       seed = call.seed();

@@ -39,7 +39,31 @@ public final class ReportLedger {
     long lastSeq;
     long epoch;
     long session; // the connection its last report came on
+    long sessionFirst; // the first number seen on that connection
+    long seen; // bit i: number lastSeq - i was applied here (a report, or carried counts)
+
+    /** Whether number {@code n}'s counts were applied here, as far as the record tells (64 numbers back). */
+    boolean seen(long n) {
+      if (n > lastSeq) {
+        return false;
+      }
+      long back = lastSeq - n;
+      return back >= 64 || (seen >>> back & 1) != 0;
+    }
+
+    void mark(long n) {
+      long back = lastSeq - n;
+      if (back >= 0 && back < 64) {
+        seen |= 1L << back;
+      }
+    }
   }
+
+  /**
+   * A report judged: its verdict, and the carried counts to add with it (0 unless
+   * {@link Verdict#NEW_AND_CARRIED}).
+   */
+  public record Judged(Verdict verdict, long requests, long denied, long retries) {}
 
   /** The default bound: four times the 25,000 clients a relay is planned for. */
   public static final int DEFAULT_MAX_CLIENTS = 100_000;
@@ -76,21 +100,24 @@ public final class ReportLedger {
 
   /** Judges report {@code seq} of {@code clientId} at {@code nowMillis}; a new one is recorded and its client counted. */
   public Verdict report(String clientId, long seq, long nowMillis) {
-    return report(clientId, seq, null, 0, nowMillis);
+    return report(clientId, seq, java.util.List.of(), 0, nowMillis).verdict();
   }
 
   /**
    * As {@link #report(String, long, long)}, for a report that came on connection {@code session} (an id
-   * unique in this relay) carrying {@code carried} (or null): its counts are to be added too
-   * ({@link Verdict#NEW_AND_CARRIED}) only when the client's entry is held with a last number below
-   * theirs ({@link CountsInDoubt#applies}, as budget.lua adds them) and its last report came on this
-   * same connection. A client's calls on one connection arrive in the order it numbered them, so the
-   * call in doubt never ran here; on another connection it may have gone to another relay process
-   * behind the same address (a Service of several pods), whose ledger is not this one. Else they are
-   * dropped, the safe side: without an entry (a client new to this relay, evicted, swept, a relay
-   * restarted) or after a reconnect.
+   * unique in this relay) carrying {@code carried}: the counts of the client's calls of unknown fate on
+   * this way. Each is added ({@link Verdict#NEW_AND_CARRIED}) only if its call never ran here: the
+   * client's entry is held, its last report came on this same connection, the call is numbered after
+   * the first report seen on it, and its number was not applied here (a record of the last 64). On one
+   * connection a client's calls arrive in the order it numbered them, and a call numbered after the
+   * connection's first was sent on it or never sent, so such a call arrived before this report or never
+   * will. This is finer than budget.lua's rule (a last number below the call's): a call that timed out
+   * unwritten while a later one ran is still added. On another connection the call may have gone to
+   * another relay process behind the same address (a Service of several pods), whose ledger is not this
+   * one. Else they are dropped, the safe side: without an entry (a client new to this relay, evicted,
+   * swept, a relay restarted), after a reconnect, or more than 64 numbers back.
    */
-  public Verdict report(String clientId, long seq, CountsInDoubt carried, long session, long nowMillis) {
+  public Judged report(String clientId, long seq, java.util.List<CountsInDoubt> carried, long session, long nowMillis) {
     if (clientId == null || clientId.isEmpty()) {
       throw new IllegalArgumentException("clientId must not be empty");
     }
@@ -100,23 +127,47 @@ public final class ReportLedger {
     long epoch = FleetCount.epochOf(nowMillis);
     fleet = FleetCount.read(fleet, epoch);
     Entry e = clients.get(clientId);
-    boolean carries = carried != null && e != null && e.session == session && carried.applies(e.lastSeq, seq);
+    if (e != null && seq <= e.lastSeq) {
+      return new Judged(Verdict.STALE, 0, 0, 0);
+    }
+    long requests = 0;
+    long denied = 0;
+    long retries = 0;
+    java.util.List<CountsInDoubt> added = new java.util.ArrayList<>();
+    if (e != null && e.session == session) {
+      for (CountsInDoubt d : carried) {
+        if (d.seq() > e.sessionFirst && d.seq() < seq && !e.seen(d.seq()) && !added.contains(d)) {
+          added.add(d);
+          requests += d.requests();
+          denied += d.denied();
+          retries += d.retries();
+        }
+      }
+    }
     if (e == null) {
       e = new Entry();
       e.epoch = Long.MIN_VALUE;
+      e.lastSeq = seq;
       clients.put(clientId, e);
-    } else if (seq <= e.lastSeq) {
-      return Verdict.STALE;
     }
+    if (e.session != session || e.seen == 0) {
+      e.session = session;
+      e.sessionFirst = seq;
+    }
+    long shift = seq - e.lastSeq;
+    e.seen = shift >= 64 ? 0 : e.seen << shift;
     e.lastSeq = seq;
-    e.session = session;
+    e.seen |= 1;
+    for (CountsInDoubt d : added) {
+      e.mark(d.seq());
+    }
     if (e.epoch != epoch) {
       // an entry stamped ahead of this clock (a clock that went back) is counted again, as budget.lua does
       boolean fresh = FleetCount.newToUnion(e.epoch == Long.MIN_VALUE ? null : e.epoch, epoch);
       e.epoch = epoch;
       fleet = fleet.counted(fresh);
     }
-    return carries ? Verdict.NEW_AND_CARRIED : Verdict.NEW;
+    return added.isEmpty() ? new Judged(Verdict.NEW, 0, 0, 0) : new Judged(Verdict.NEW_AND_CARRIED, requests, denied, retries);
   }
 
   /**

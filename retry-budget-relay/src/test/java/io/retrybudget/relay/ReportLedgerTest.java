@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import io.retrybudget.budget.internal.FleetCount;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import io.retrybudget.relay.ReportLedger.Verdict;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class ReportLedgerTest {
@@ -23,23 +24,35 @@ class ReportLedgerTest {
     assertThrows(IllegalArgumentException.class, () -> l.report("", 5, 4));
   }
 
+  private static Verdict carrying(ReportLedger l, long seq, long session, long... carried) {
+    List<CountsInDoubt> c = new java.util.ArrayList<>();
+    for (long n : carried) {
+      c.add(new CountsInDoubt(n, 1, 0, 0));
+    }
+    return l.report("a", seq, c, session, 0).verdict();
+  }
+
   @Test
-  void carriedCountsAreNewOnlyBelowNoNumberSeenAndWithAnEntry() {
+  void carriedCountsAreAddedOnlyForACallThatNeverArrivedOnThisConnection() {
     ReportLedger l = new ReportLedger();
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 5, new CountsInDoubt(4, 1, 0, 0), 1, 0), "no entry: dropped");
-    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 8, new CountsInDoubt(6, 1, 0, 0), 1, 0));
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 9, new CountsInDoubt(8, 1, 0, 0), 1, 0), "8 was applied");
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 10, new CountsInDoubt(7, 1, 0, 0), 1, 0),
-        "7 is below the last number: overtaken, or applied, nobody knows");
-    assertEquals(ReportLedger.Verdict.STALE, l.report("a", 10, new CountsInDoubt(9, 1, 0, 0), 1, 0),
-        "a stale carrier applies nothing");
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 11, null, 1, 0));
+    assertEquals(Verdict.NEW, carrying(l, 5, 1, 4), "no entry: dropped");
+    assertEquals(Verdict.NEW_AND_CARRIED, carrying(l, 8, 1, 6), "6 never arrived");
+    assertEquals(Verdict.NEW, carrying(l, 9, 1, 8), "8 was applied");
+    assertEquals(Verdict.NEW_AND_CARRIED, carrying(l, 10, 1, 7),
+        "7 never arrived though later ones did (it timed out unwritten): on one connection it never will");
+    assertEquals(Verdict.NEW, carrying(l, 11, 1, 7, 6), "each added once: carried again, dropped");
+    assertEquals(Verdict.STALE, carrying(l, 11, 1, 3), "a stale carrier applies nothing");
     // two relay processes behind one address: report 12 went to the other; the client came back here
-    // on a new connection, where its entry (11, from the old one) cannot tell whether 12 ran
-    assertEquals(ReportLedger.Verdict.NEW, l.report("a", 13, new CountsInDoubt(12, 1, 0, 0), 2, 0),
-        "another connection than the last report's: dropped");
-    assertEquals(ReportLedger.Verdict.NEW_AND_CARRIED, l.report("a", 15, new CountsInDoubt(14, 1, 0, 0), 2, 0),
-        "the same connection again: added");
+    // on a new connection, where nothing tells whether 12 ran
+    assertEquals(Verdict.NEW, carrying(l, 13, 2, 12), "another connection than the last report's: dropped");
+    assertEquals(Verdict.NEW_AND_CARRIED, carrying(l, 15, 2, 14), "numbered after this connection's first: added");
+    assertEquals(Verdict.NEW, carrying(l, 16, 2, 12), "numbered before this connection's first report: dropped");
+    assertEquals(Verdict.NEW, carrying(l, 100, 2));
+    assertEquals(Verdict.NEW, carrying(l, 101, 2, 30), "more than 64 numbers back: not recorded, dropped");
+    assertEquals(Verdict.NEW, carrying(l, 102, 2));
+    ReportLedger.Judged both = l.report("a", 105, List.of(new CountsInDoubt(102, 1, 0, 0), new CountsInDoubt(103, 2, 0, 0),
+        new CountsInDoubt(104, 4, 1, 1)), 2, 0);
+    assertEquals(new ReportLedger.Judged(Verdict.NEW_AND_CARRIED, 6, 1, 1), both, "103 and 104, not 102");
   }
 
   @Test

@@ -5,6 +5,7 @@ import io.retrybudget.budget.BudgetMode;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -13,24 +14,28 @@ import java.util.List;
  * One budget.lua call as the SDK's {@code BudgetScripts} sends it ({@code EVALSHA sha 5 cfg win clients
  * index pace} and 12 arguments: client id, report number, requests, denied, need, want, the seed's
  * ratio ppm, window, floor, mode and ceiling, fallback retries; then, optionally, a thirteenth that is
- * empty (a client never sends {@code again} to a relay) and the counts in doubt it carries, four more:
- * budget.lua's ARGV[14..17]), decoded into what a relay takes, and the reply written as budget.lua
- * writes its own: strings as bulk strings, numbers as integers.
+ * empty (a client never sends {@code again} to a relay) and the counts in doubt it carries, up to
+ * {@link BudgetScripts#MAX_CARRIED} groups of four: budget.lua's ARGV[14..]), decoded into what a relay
+ * takes, and the reply written as budget.lua writes its own: strings as bulk strings, numbers as
+ * integers.
  *
  * @param clientId the calling client's id (budget.lua's ARGV[1])
  * @param seq its report number (ARGV[2]), strictly increasing per client id
  * @param call the counts, asks and seed
- * @param carried the counts of the client's last call of unknown fate on this relay, or null
+ * @param carried the counts of the client's calls of unknown fate on this relay, in number order (none: empty)
  * @param session the connection it came on (an id unique in the relay; 0: not known)
  */
-public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoubt carried, long session) {
+public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsInDoubt> carried, long session) {
   private static final int KEYS = 5;
   private static final int ARGS = 12;
-  private static final int ARGS_CARRYING = 17;
+
+  public RelayCall {
+    carried = List.copyOf(carried);
+  }
 
   /** A call that carries nothing. */
   public RelayCall(String clientId, long seq, BudgetCall call) {
-    this(clientId, seq, call, null, 0);
+    this(clientId, seq, call, List.of(), 0);
   }
 
   /** This call, come on connection {@code id}. */
@@ -44,9 +49,12 @@ public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoub
    */
   public static RelayCall decode(List<byte[]> command, int from) {
     int args = command.size() - from - 1 - KEYS;
-    if (args != ARGS && args != ARGS + 1 && args != ARGS_CARRYING) {
-      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS + ", " + (ARGS + 1)
-          + " or " + ARGS_CARRYING + " arguments after the script, got " + Math.max(0, command.size() - from) + " values");
+    int groups = (args - ARGS - 1) / 4;
+    if (args != ARGS && args != ARGS + 1 && (args < ARGS + 5 || (args - ARGS - 1) % 4 != 0
+        || groups > BudgetScripts.MAX_CARRIED)) {
+      throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS + " or " + (ARGS + 1)
+          + " arguments, or " + (ARGS + 1) + " and up to " + BudgetScripts.MAX_CARRIED
+          + " groups of 4, after the script, got " + Math.max(0, command.size() - from) + " values");
     }
     if (!"5".equals(text(command, from))) {
       throw new IllegalArgumentException("budget.lua takes 5 keys, numkeys was " + printable(text(command, from)));
@@ -93,14 +101,19 @@ public record RelayCall(String clientId, long seq, BudgetCall call, CountsInDoub
       throw new IllegalArgumentException("a relay takes no " + printable(text(command, a + ARGS))
           + " in ARGV[13]: a call sent again goes to Redis, not to a relay");
     }
-    CountsInDoubt carried = null;
-    if (args == ARGS_CARRYING && !text(command, a + 13).isEmpty()) {
-      long doubtSeq = number(command, a + 13, "doubt_seq");
-      if (doubtSeq < 1 || doubtSeq >= seq) {
-        throw new IllegalArgumentException("doubt_seq must be in [1, seq), was " + doubtSeq);
+    List<CountsInDoubt> carried = new java.util.ArrayList<>();
+    if (args > ARGS + 1 && !text(command, a + 13).isEmpty()) {
+      long below = 0;
+      for (int g = 0; g < groups; g++) {
+        int at = a + 13 + 4 * g;
+        long doubtSeq = number(command, at, "doubt_seq");
+        if (doubtSeq <= below || doubtSeq >= seq) {
+          throw new IllegalArgumentException("doubt_seq must increase within [1, seq), was " + doubtSeq);
+        }
+        carried.add(new CountsInDoubt(doubtSeq, number(command, at + 1, "doubt_requests"),
+            number(command, at + 2, "doubt_denied"), number(command, at + 3, "doubt_retries")));
+        below = doubtSeq;
       }
-      carried = new CountsInDoubt(doubtSeq, number(command, a + 14, "doubt_requests"),
-          number(command, a + 15, "doubt_denied"), number(command, a + 16, "doubt_retries"));
     }
     return new RelayCall(clientId, seq, call, carried, 0);
   }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -110,8 +111,8 @@ class RelaySessionTest {
   @Test
   void aCallCarryingCountsInDoubtIsDecodedWithThem() {
     RelaySession s = session(null);
-    String[] carrying = java.util.Arrays.copyOf(ARGV, 17);
-    System.arraycopy(new String[] {"", "5", "9", "1", "0"}, 0, carrying, 12, 5);
+    String[] carrying = java.util.Arrays.copyOf(ARGV, 21);
+    System.arraycopy(new String[] {"", "5", "9", "1", "0", "6", "2", "0", "1"}, 0, carrying, 12, 9);
     answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, carrying));
     String[] empty = java.util.Arrays.copyOf(ARGV, 17);
     System.arraycopy(new String[] {"", "", "", "", ""}, 0, empty, 12, 5);
@@ -120,23 +121,30 @@ class RelaySessionTest {
     thirteen[12] = "";
     answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, thirteen));
     assertEquals(3, calls.size());
-    assertEquals(new io.retrybudget.budget.redis.protocol.CountsInDoubt(5, 9, 1, 0), calls.get(0).carried());
+    assertEquals(List.of(new CountsInDoubt(5, 9, 1, 0), new CountsInDoubt(6, 2, 0, 1)), calls.get(0).carried());
     assertEquals(30, calls.get(0).call().requests(), "the call's own counts as they were");
     assertEquals(42, calls.get(0).session(), "with the connection it came on");
-    assertEquals(null, calls.get(1).carried(), "an empty doubt_seq carries nothing");
-    assertEquals(null, calls.get(2).carried());
+    assertEquals(List.of(), calls.get(1).carried(), "an empty doubt_seq carries nothing");
+    assertEquals(List.of(), calls.get(2).carried());
     String[] again = java.util.Arrays.copyOf(ARGV, 13);
     again[12] = "again";
     assertEquals("-ERR bad budget.lua call: a relay takes no 'again' in ARGV[13]: a call sent again goes to Redis, not to a relay\r\n",
         answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
     String[] notBelow = carrying.clone();
-    notBelow[13] = "7";
-    assertEquals("-ERR bad budget.lua call: doubt_seq must be in [1, seq), was 7\r\n",
+    notBelow[17] = "7";
+    assertEquals("-ERR bad budget.lua call: doubt_seq must increase within [1, seq), was 7\r\n",
         answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, notBelow)));
+    String[] notIncreasing = carrying.clone();
+    notIncreasing[17] = "5";
+    assertEquals("-ERR bad budget.lua call: doubt_seq must increase within [1, seq), was 5\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, notIncreasing)));
     String[] badCount = carrying.clone();
     badCount[15] = "-1";
     assertEquals("-ERR bad budget.lua call: doubt_denied must be a non-negative integer, was '-1'\r\n",
         answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, badCount)));
+    String[] ragged = java.util.Arrays.copyOf(carrying, 19);
+    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ragged))
+        .startsWith("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 or 13 arguments, or 13 and up to 8 groups of 4"));
     assertEquals(3, calls.size(), "no bad call reached the relay");
   }
 
@@ -157,7 +165,7 @@ class RelaySessionTest {
   void aBadBudgetCallIsRefusedNamingWhatIsWrong() {
     RelaySession s = session(null);
     String sha = RelaySession.BUDGET_SHA;
-    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12, 13 or 17 arguments after the script, got 1 values\r\n",
+    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 or 13 arguments, or 13 and up to 8 groups of 4, after the script, got 1 values\r\n",
         answer(s, "EVALSHA", sha, "0"));
     String[] noId = ARGV.clone();
     noId[0] = "";

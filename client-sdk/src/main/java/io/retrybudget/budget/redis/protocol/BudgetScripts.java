@@ -74,7 +74,7 @@ public final class BudgetScripts {
   public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
     checkKeys(call, keys);
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, null, keys, sequence, null, 0, false, 0, result);
+    sendBudget(call, List.of(), keys, sequence, null, 0, false, 0, result);
     return result;
   }
 
@@ -84,21 +84,34 @@ public final class BudgetScripts {
    * tells the number of its last attempt, and no attempt goes once its reply is done.
    */
   public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
-    return numbered(call, keys, sequence, null);
+    return numbered(call, keys, sequence, List.of());
   }
 
+  /** The most calls' counts in doubt one call carries (budget.lua's limit). */
+  public static final int MAX_CARRIED = 8;
+
   /**
-   * As {@link #numbered(BudgetCall, BudgetKeys, ClientSequence)}, carrying {@code carried} (or null):
-   * the counts of this client's last call of unknown fate on this store, added by budget.lua only if
-   * that call never ran ({@link CountsInDoubt}). Its number must be below any this call may take.
+   * As {@link #numbered(BudgetCall, BudgetKeys, ClientSequence)}, carrying {@code carried} (at most
+   * {@link #MAX_CARRIED}, in increasing number order, each numbered below any this call may take): the
+   * counts of this client's calls of unknown fate on this store, each added by budget.lua only if that
+   * call never ran ({@link CountsInDoubt}).
    */
-  public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence, CountsInDoubt carried) {
+  public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence, List<CountsInDoubt> carried) {
     checkKeys(call, keys);
-    if (carried != null && carried.seq() > sequence.last()) {
-      throw new IllegalArgumentException("number " + carried.seq() + " was never handed out by " + sequence.clientId());
+    List<CountsInDoubt> groups = carried == null ? List.of() : List.copyOf(carried);
+    if (groups.size() > MAX_CARRIED) {
+      throw new IllegalArgumentException("at most " + MAX_CARRIED + " calls' counts go with one call, was " + groups.size());
+    }
+    long below = 0;
+    for (CountsInDoubt d : groups) {
+      if (d.seq() <= below || d.seq() > sequence.last()) {
+        throw new IllegalArgumentException("carried numbers must increase and have been handed out by "
+            + sequence.clientId() + ", was " + groups);
+      }
+      below = d.seq();
     }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, carried, keys, sequence, handle, 0, false, 0, handle.reply());
+    sendBudget(call, groups, keys, sequence, handle, 0, false, 0, handle.reply());
     return handle;
   }
 
@@ -118,7 +131,7 @@ public final class BudgetScripts {
       throw new IllegalArgumentException("number " + number + " was never handed out by " + sequence.clientId());
     }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, null, keys, sequence, handle, number, false, 0, handle.reply());
+    sendBudget(call, List.of(), keys, sequence, handle, number, false, 0, handle.reply());
     return handle;
   }
 
@@ -131,7 +144,7 @@ public final class BudgetScripts {
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, null, keys(call.name()), null, null, 0, false, 0, result);
+    sendBudget(call, List.of(), keys(call.name()), null, null, 0, false, 0, result);
     return result;
   }
 
@@ -139,12 +152,12 @@ public final class BudgetScripts {
    * One attempt: unnumbered ({@code sequence} null), with a fresh number, or with {@code fixed} (&gt; 0,
    * {@link #again}). With a {@code handle} no attempt goes once the result is done.
    */
-  private void sendBudget(BudgetCall call, CountsInDoubt carried, BudgetKeys k, ClientSequence sequence,
+  private void sendBudget(BudgetCall call, List<CountsInDoubt> carried, BudgetKeys k, ClientSequence sequence,
       NumberedCall handle, long fixed, boolean resent, int refused, CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
-      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false, null), resent);
+      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false, List.of()), resent);
     } else {
       synchronized (sequence) {
         if (handle != null && handle.reply().isDone()) {
@@ -234,7 +247,8 @@ public final class BudgetScripts {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
 
-  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again, CountsInDoubt carried) {
+  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again,
+      List<CountsInDoubt> carried) {
     BudgetConfig seed = call.seed();
     String[] args = {
         clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
@@ -245,17 +259,18 @@ public final class BudgetScripts {
         seed == null ? "" : seed.mode().wireName(),
         seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
         call.retries() == 0 ? "" : Long.toString(call.retries())};
-    if (!again && carried == null) {
+    if (!again && carried.isEmpty()) {
       return args;
     }
-    String[] marked = java.util.Arrays.copyOf(args, args.length + (carried == null ? 1 : 5));
+    String[] marked = java.util.Arrays.copyOf(args, args.length + 1 + 4 * carried.size());
     marked[args.length] = again ? "again" : ""; // applied only while Redis holds the client's last number
-    if (carried != null) {
-      // added only if the call of unknown fate never ran (budget.lua's ARGV[14..17])
-      marked[args.length + 1] = Long.toString(carried.seq());
-      marked[args.length + 2] = Long.toString(carried.requests());
-      marked[args.length + 3] = Long.toString(carried.denied());
-      marked[args.length + 4] = Long.toString(carried.retries());
+    int i = args.length + 1;
+    for (CountsInDoubt d : carried) {
+      // each added only if its call never ran (budget.lua's ARGV[14..])
+      marked[i++] = Long.toString(d.seq());
+      marked[i++] = Long.toString(d.requests());
+      marked[i++] = Long.toString(d.denied());
+      marked[i++] = Long.toString(d.retries());
     }
     return marked;
   }

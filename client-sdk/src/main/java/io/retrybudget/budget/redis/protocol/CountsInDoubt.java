@@ -3,7 +3,7 @@ package io.retrybudget.budget.redis.protocol;
 /**
  * The number and counts of a client's last call of unknown fate on one way (a timeout, a connection
  * lost with it in flight: Redis, or a relay, may or may not have applied it), carried by a later call
- * on the same way (budget.lua's ARGV[14..17]; a relay's {@code ReportLedger} alike). They are added only
+ * on the same way (a group of budget.lua's ARGV[14..]; a relay's {@code ReportLedger} alike). They are added only
  * when the carrier is applied while the client's entry is held with a last number below {@link #seq}
  * ({@link #applies}): a client's calls on one way go in number order on one connection, so that call
  * never ran, and arriving later it is stale. Without an entry they are dropped (the safe side).
@@ -24,20 +24,6 @@ public record CountsInDoubt(long seq, long requests, long denied, long retries) 
   /** The counts of {@code call}, which last went with number {@code seq}. */
   public static CountsInDoubt of(long seq, BudgetCall call) {
     return new CountsInDoubt(seq, call.requests(), call.denied(), call.retries());
-  }
-
-  /**
-   * These counts and those of {@code call}, which went with number {@code number} on the same way, its
-   * fate unknown too, under the lower of the two numbers: added only if neither ran. Sound on one way,
-   * whose entry only grows: an entry below the lower number means neither ran; one at or above it means
-   * either may have, and both are dropped (the safe side).
-   */
-  public CountsInDoubt with(long number, BudgetCall call) {
-    if (number < 1) {
-      throw new IllegalArgumentException("number must be at least 1, was " + number);
-    }
-    return new CountsInDoubt(Math.min(seq, number), requests + call.requests(), denied + call.denied(),
-        retries + call.retries());
   }
 
   /**

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * budget.lua's counts in doubt (ARGV[14..17], {@link CountsInDoubt}) against a real Redis: the counts of
+ * budget.lua's counts in doubt (ARGV[14..], groups of 4: {@link CountsInDoubt}) against a real Redis: the counts of
  * a call of unknown fate, carried by a later call, are added only if that call never ran, and a late copy
  * of it is then stale; without the client's entry they are dropped. Then a random schedule of deliveries
  * (in order, late, never), carriers, entry clean-ups and bad arguments, checked after every step
@@ -36,13 +36,13 @@ class CarriedCountsTest {
   void theCountsOfACallThatNeverRanAreAddedOnce() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
-      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
       long lost = f.skipNumber(); // a number handed out whose call never reached Redis
-      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), new CountsInDoubt(lost, 5, 1, 0));
+      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), List.of(new CountsInDoubt(lost, 5, 1, 0)));
       assertEquals(BudgetReply.COUNTED, carrier.status());
       assertEquals(8, carrier.requests(), "1 + 2 + the 5 carried");
       assertEquals(1, carrier.denied(), "its refusal too");
-      BudgetReply second = f.call(new BudgetCall("doubt", 0, 0, 0, 0, SEED), new CountsInDoubt(lost, 5, 1, 0));
+      BudgetReply second = f.call(new BudgetCall("doubt", 0, 0, 0, 0, SEED), List.of(new CountsInDoubt(lost, 5, 1, 0)));
       assertEquals(8, second.requests(), "carried twice, added once");
       assertEquals(BudgetReply.STALE, f.raw(lost, 5, null).get(0), "and the call itself, arriving late, is stale");
       assertEquals(8, f.requests());
@@ -50,13 +50,30 @@ class CarriedCountsTest {
   }
 
   @Test
+  void eachCarriedCallIsJudgedOnItsOwn() throws Exception {
+    redis.flushAll();
+    try (Fixture f = new Fixture()) {
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
+      long ran = f.client.next(); // ran, its reply lost
+      assertEquals(BudgetReply.COUNTED, f.raw(ran, 10, null).get(0));
+      long lost = f.skipNumber(); // never arrived
+      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED),
+          List.of(new CountsInDoubt(ran, 10, 0, 0), new CountsInDoubt(lost, 100, 0, 0)));
+      assertEquals(113, carrier.requests(), "1 + 10 once + the 100 of the call that never ran + 2");
+      BudgetReply again = f.call(new BudgetCall("doubt", 0, 0, 0, 0, SEED),
+          List.of(new CountsInDoubt(ran, 10, 0, 0), new CountsInDoubt(lost, 100, 0, 0)));
+      assertEquals(113, again.requests(), "carried again (the carrier's fate unknown to its client): never twice");
+    }
+  }
+
+  @Test
   void aCarrierAnsweredNoScriptGoesAgainWithWhatItCarries() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
-      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
       long lost = f.skipNumber();
       redis.flushScripts(); // the carrier's EVALSHA is answered NOSCRIPT, never run, and sent again with the text
-      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), new CountsInDoubt(lost, 5, 0, 0));
+      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), List.of(new CountsInDoubt(lost, 5, 0, 0)));
       assertEquals(8, carrier.requests(), "1 + 2 + the 5 carried, once");
       assertEquals(lost + 2, f.client.last(), "the refused attempt took a number, the re-send the next");
     }
@@ -66,7 +83,7 @@ class CarriedCountsTest {
   void theCountsOfACallThatRanAreNotAddedAgain() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
-      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
       BudgetCall call = new BudgetCall("doubt", 5, 0, 0, 0, SEED);
       NumberedCall first;
       BudgetReply carrier;
@@ -77,7 +94,7 @@ class CarriedCountsTest {
         assertThrows(ExecutionException.class, () -> first.reply().get(5, TimeUnit.SECONDS));
         // the carrier queues behind it on the one connection: it runs after the call it carries
         NumberedCall next = f.scripts.numbered(new BudgetCall("doubt", 2, 0, 0, 0, SEED), f.keys, f.client,
-            CountsInDoubt.of(first.number(), call));
+            List.of(CountsInDoubt.of(first.number(), call)));
         redis.server().resume();
         carrier = next.reply().get(5, TimeUnit.SECONDS);
       } finally {
@@ -92,11 +109,11 @@ class CarriedCountsTest {
   void withoutTheClientsEntryTheCarriedCountsAreDropped() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
-      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
       long lost = f.skipNumber();
       // the entry cleaned up (a client silent for two fleet epochs, an eviction, a relay restarted)
       redis.server().call("HDEL", f.keys.clients(), f.client.clientId());
-      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), new CountsInDoubt(lost, 5, 0, 0));
+      BudgetReply carrier = f.call(new BudgetCall("doubt", 2, 0, 0, 0, SEED), List.of(new CountsInDoubt(lost, 5, 0, 0)));
       assertEquals(BudgetReply.COUNTED, carrier.status());
       assertEquals(3, carrier.requests(), "the carrier's own only: with no entry nobody knows whether the 5 ran");
     }
@@ -106,7 +123,7 @@ class CarriedCountsTest {
   void nonsenseInTheCarriedArgumentsIsRefusedBeforeAnyWrite() throws Exception {
     redis.flushAll();
     try (Fixture f = new Fixture()) {
-      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), null);
+      f.call(new BudgetCall("doubt", 1, 0, 0, 0, SEED), List.of());
       f.client.next();
       f.client.next();
       long seq = f.client.next();
@@ -115,6 +132,14 @@ class CarriedCountsTest {
       assertEquals("ERR invalid doubt_seq", f.rawError(seq, new String[] {"x", "1", "0", "0"}));
       assertEquals("ERR invalid doubt counts", f.rawError(seq, new String[] {"1", "-1", "0", "0"}));
       assertEquals("ERR invalid doubt counts", f.rawError(seq, new String[] {"1", "1", "", "0"}));
+      assertEquals("ERR invalid doubt_seq", f.rawError(seq, new String[] {"2", "1", "0", "0", "1", "1", "0", "0"}),
+          "groups in increasing number order");
+      assertEquals("ERR invalid doubt_seq", f.rawError(seq, new String[] {"1", "1", "0"}), "groups of 4");
+      String[] nine = new String[36];
+      for (int g = 0; g < 9; g++) {
+        System.arraycopy(new String[] {Integer.toString(g + 1), "0", "0", "0"}, 0, nine, 4 * g, 4);
+      }
+      assertEquals("ERR invalid doubt_seq", f.rawError(seq + 20, nine), "at most 8 groups");
       assertEquals(1, f.requests(), "nothing written");
       assertEquals(BudgetReply.COUNTED, f.raw(seq, 1, new String[] {"1", "2", "0", "0"}).get(0), "the same call, well formed");
       List<String> carried = new ArrayList<>(List.of("", "")); // ARGV[13] and an empty ARGV[14]: carries nothing
@@ -145,7 +170,7 @@ class CarriedCountsTest {
     final BudgetKeys keys = scripts.keys("doubt");
     final ClientSequence client = new ClientSequence("client-1");
 
-    BudgetReply call(BudgetCall call, CountsInDoubt carried) throws Exception {
+    BudgetReply call(BudgetCall call, List<CountsInDoubt> carried) throws Exception {
       return scripts.numbered(call, keys, client, carried).reply().get(5, TimeUnit.SECONDS);
     }
 
@@ -230,31 +255,37 @@ class CarriedCountsTest {
           history.add("held " + n);
           continue;
         }
-        CountsInDoubt carried = null;
+        List<CountsInDoubt> carried = new ArrayList<>();
         if (what >= 6 && handedOut.size() > 1) {
-          // mostly the last number held back (as the SDK carries its last call of unknown fate), else any
-          long which = !heldBack.isEmpty() && random.nextInt(10) < 7 ? heldBack.get(heldBack.size() - 1)
-              : handedOut.get(random.nextInt(handedOut.size() - 1));
-          carried = new CountsInDoubt(which, EACH, 0, 0);
+          // mostly the numbers held back (as the SDK carries its calls of unknown fate), some any number
+          java.util.TreeSet<Long> which = new java.util.TreeSet<>();
+          for (int k = random.nextInt(1, 4); k > 0; k--) {
+            which.add(!heldBack.isEmpty() && random.nextInt(10) < 7 ? heldBack.get(random.nextInt(heldBack.size()))
+                : handedOut.get(random.nextInt(handedOut.size() - 1)));
+          }
+          which.forEach(w -> carried.add(new CountsInDoubt(w, EACH, 0, 0)));
         }
-        List<?> r = raw(n, EACH, carried == null ? null : new String[] {Long.toString(carried.seq()),
-            Long.toString(EACH), "0", "0"});
+        List<?> r = raw(n, EACH, carried.isEmpty() ? null : carried.stream()
+            .flatMap(d -> java.util.stream.Stream.of(Long.toString(d.seq()), Long.toString(EACH), "0", "0"))
+            .toArray(String[]::new));
         boolean runs = last == null || n > last;
-        boolean adds = runs && carried != null && carried.applies(last, n);
-        history.add("call " + n + (carried == null ? "" : " carrying " + carried.seq()) + " -> " + r.get(0) + " "
-            + r.get(2));
+        history.add("call " + n + (carried.isEmpty() ? "" : " carrying " + carried.stream().map(CountsInDoubt::seq).toList())
+            + " -> " + r.get(0) + " " + r.get(2));
         assertEquals(runs ? BudgetReply.COUNTED : BudgetReply.STALE, r.get(0), String.join("\n", history));
+        Long before = last;
         if (runs) {
           expected += EACH;
           applied(appliedTimes, forgotten, n, history);
           last = n;
         }
-        if (adds) {
-          expected += EACH;
-          added++;
-          applied(appliedTimes, forgotten, carried.seq(), history);
-        } else if (carried != null) {
-          dropped++;
+        for (CountsInDoubt d : carried) {
+          if (runs && d.applies(before, n)) {
+            expected += EACH;
+            added++;
+            applied(appliedTimes, forgotten, d.seq(), history);
+          } else {
+            dropped++;
+          }
         }
         assertEquals(expected, BudgetReply.asLong(r.get(2)), "the script and the rule differ:\n" + String.join("\n", history));
       }
