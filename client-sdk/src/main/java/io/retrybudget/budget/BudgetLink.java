@@ -118,7 +118,10 @@ final class BudgetLink {
     return doubts.any();
   }
 
-  /** First attempts given up in doubt so far: carried by a call whose own fate is unknown, or held too long. */
+  /**
+   * First attempts given up in doubt so far (held too long, beyond the limit, on another way, carried by
+   * a call answered with an error); an upper bound: a copy carried by a call still in flight may yet be added.
+   */
   long lostInDoubt() {
     return doubts.lostRequests();
   }

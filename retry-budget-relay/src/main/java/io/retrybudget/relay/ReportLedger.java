@@ -29,8 +29,8 @@ public final class ReportLedger {
     /** Its number is not above the client's last: already applied, or overtaken; apply nothing. */
     STALE,
     /**
-     * A report not seen before, carrying the counts of a call of unknown fate that never reached this
-     * relay (the client's entry held with a last number below it: {@link CountsInDoubt#applies}): apply both.
+     * A report not seen before, carrying the counts of calls of unknown fate this relay never applied
+     * ({@link #report(String, long, java.util.List, long, long)}): apply it and them.
      */
     NEW_AND_CARRIED
   }
@@ -41,6 +41,7 @@ public final class ReportLedger {
     long session; // the connection its last report came on
     long sessionFirst; // the first number seen on that connection
     long seen; // bit i: number lastSeq - i was applied here (a report, or carried counts)
+    boolean trusted; // made with no eviction near: its record is the client's whole history here
 
     /** Whether number {@code n}'s counts were applied here, as far as the record tells (64 numbers back). */
     boolean seen(long n) {
@@ -65,6 +66,12 @@ public final class ReportLedger {
    */
   public record Judged(Verdict verdict, long requests, long denied, long retries) {}
 
+  /**
+   * How long after an eviction a new entry adds no carried counts: twice the SDK's 60 s of counts in
+   * doubt ({@code CallsInDoubt.KEPT_MILLIS}).
+   */
+  static final long DISTRUST_AFTER_EVICTION_MILLIS = 120_000;
+
   /** The default bound: four times the 25,000 clients a relay is planned for. */
   public static final int DEFAULT_MAX_CLIENTS = 100_000;
 
@@ -73,6 +80,7 @@ public final class ReportLedger {
   private FleetCount fleet;
   private long sweptEpoch = Long.MIN_VALUE;
   private long evicted;
+  private long lastEvictionAt = Long.MIN_VALUE; // when a report last made the ledger evict a client
 
   /** A ledger of at most {@link #DEFAULT_MAX_CLIENTS} clients. */
   public ReportLedger() {
@@ -106,16 +114,18 @@ public final class ReportLedger {
   /**
    * As {@link #report(String, long, long)}, for a report that came on connection {@code session} (an id
    * unique in this relay) carrying {@code carried}: the counts of the client's calls of unknown fate on
-   * this way. Each is added ({@link Verdict#NEW_AND_CARRIED}) only if its call never ran here: the
-   * client's entry is held, its last report came on this same connection, the call is numbered after
-   * the first report seen on it, and its number was not applied here (a record of the last 64). On one
-   * connection a client's calls arrive in the order it numbered them, and a call numbered after the
-   * connection's first was sent on it or never sent, so such a call arrived before this report or never
-   * will. This is finer than budget.lua's rule (a last number below the call's): a call that timed out
-   * unwritten while a later one ran is still added. On another connection the call may have gone to
-   * another relay process behind the same address (a Service of several pods), whose ledger is not this
-   * one. Else they are dropped, the safe side: without an entry (a client new to this relay, evicted,
-   * swept, a relay restarted), after a reconnect, or more than 64 numbers back.
+   * this way. Each is added ({@link Verdict#NEW_AND_CARRIED}) only if this entry never applied its call:
+   * the entry is held (and was not made just after an eviction), the report came on the same connection
+   * as the entry's last one, the call is numbered after the first report seen on that connection, and
+   * its number is not in the record of the last 64 applied here. Why that is enough: a number at or
+   * below the entry's last is answered stale, never applied, so every number the entry applied is at or
+   * below its connection's first, marked in the record, or more than 64 back; and a call numbered after
+   * a connection's first was sent on that connection or never, so it cannot have run at another relay
+   * process behind the same address (a Service of several pods, each with its own ledger). This is
+   * finer than budget.lua's rule (a last number below the call's): a call that timed out unwritten
+   * while a later one ran is still added. Else they are dropped, the safe side: without an entry (a
+   * client new to this relay, evicted, swept, a relay restarted), after a reconnect, or more than 64
+   * numbers back.
    */
   public Judged report(String clientId, long seq, java.util.List<CountsInDoubt> carried, long session, long nowMillis) {
     if (clientId == null || clientId.isEmpty()) {
@@ -134,7 +144,7 @@ public final class ReportLedger {
     long denied = 0;
     long retries = 0;
     java.util.List<CountsInDoubt> added = new java.util.ArrayList<>();
-    if (e != null && e.session == session) {
+    if (e != null && e.trusted && e.session == session) {
       for (CountsInDoubt d : carried) {
         if (d.seq() > e.sessionFirst && d.seq() < seq && !e.seen(d.seq()) && !added.contains(d)) {
           added.add(d);
@@ -148,7 +158,15 @@ public final class ReportLedger {
       e = new Entry();
       e.epoch = Long.MIN_VALUE;
       e.lastSeq = seq;
+      // a client evicted lately may come back through a late copy of an older call: what its lost
+      // entry applied is unknown, so this one adds no carried counts (a copy is never more than the
+      // SDK's 60 s of counts in doubt late when it matters)
+      e.trusted = lastEvictionAt == Long.MIN_VALUE || nowMillis - lastEvictionAt > DISTRUST_AFTER_EVICTION_MILLIS;
+      long before = evicted;
       clients.put(clientId, e);
+      if (evicted != before) {
+        lastEvictionAt = nowMillis;
+      }
     }
     if (e.session != session || e.seen == 0) {
       e.session = session;

@@ -56,6 +56,31 @@ class ReportLedgerTest {
   }
 
   @Test
+  void anEntryMadeSoonAfterAnEvictionAddsNoCarriedCountsForTwoMinutes() {
+    ReportLedger l = new ReportLedger(1);
+    l.report("a", 21, List.of(), 1, 0); // applied; its reply lost: the client holds 21 in doubt
+    l.report("b", 1, List.of(), 7, 10); // evicts a
+    l.report("a", 20, List.of(), 1, 20); // a late copy of an older call, overtaken on a's connection
+    assertEquals(Verdict.NEW, l.report("a", 22, List.of(new CountsInDoubt(21, 1, 0, 0)), 1, 30).verdict(),
+        "made just after an eviction: nothing tells that 21 ran here, so not added");
+    ReportLedger later = new ReportLedger(1);
+    later.report("b", 1, List.of(), 7, 0);
+    later.report("c", 1, List.of(), 1, 1); // evicts b
+    later.report("d", 1, List.of(), 2, 1 + ReportLedger.DISTRUST_AFTER_EVICTION_MILLIS + 1);
+    assertEquals(Verdict.NEW_AND_CARRIED, later.report("d", 3, List.of(new CountsInDoubt(2, 1, 0, 0)), 2,
+        2 + ReportLedger.DISTRUST_AFTER_EVICTION_MILLIS + 1).verdict(), "two minutes on: trusted again");
+  }
+
+  @Test
+  void theRecordReachesSixtyThreeNumbersBack() {
+    ReportLedger l = new ReportLedger();
+    l.report("a", 10, List.of(), 1, 0);
+    l.report("a", 74, List.of(), 1, 0); // 64 on: 10 leaves the record
+    assertEquals(Verdict.NEW, carrying(l, 75, 1, 10), "64 back: not in the record, dropped");
+    assertEquals(Verdict.NEW_AND_CARRIED, carrying(l, 76, 1, 12), "62 back from 74, never applied: added");
+  }
+
+  @Test
   void clientsAreCountedOncePerEpochAndTheLastEpochHolds() {
     ReportLedger l = new ReportLedger();
     for (int i = 0; i < 100; i++) {

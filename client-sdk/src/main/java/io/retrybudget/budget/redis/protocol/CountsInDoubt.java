@@ -1,12 +1,13 @@
 package io.retrybudget.budget.redis.protocol;
 
 /**
- * The number and counts of a client's last call of unknown fate on one way (a timeout, a connection
- * lost with it in flight: Redis, or a relay, may or may not have applied it), carried by a later call
- * on the same way (a group of budget.lua's ARGV[14..]; a relay's {@code ReportLedger} alike). They are added only
- * when the carrier is applied while the client's entry is held with a last number below {@link #seq}
- * ({@link #applies}): a client's calls on one way go in number order on one connection, so that call
- * never ran, and arriving later it is stale. Without an entry they are dropped (the safe side).
+ * The number and counts of one of a client's calls of unknown fate on one way (a timeout, a connection
+ * lost with it in flight: Redis, or a relay, may or may not have applied it), carried by later calls on
+ * the same way (a group of budget.lua's ARGV[14..]; a relay's {@code ReportLedger} judges it finer).
+ * budget.lua adds them when the carrier is applied while the client's entry is held with a last number
+ * below {@link #seq} ({@link #applies}): a number at or below the last is stale and applies nothing,
+ * so the entry only grows and that call never ran; arriving later it is stale. Without an entry they
+ * are dropped (the safe side). Carried again, they are never added twice.
  *
  * @param seq the number the call of unknown fate last went with (at least 1)
  * @param requests its first attempts

@@ -163,7 +163,10 @@ class CarriedCountsTest {
   }
 
   private static final class Fixture implements AutoCloseable {
-    static final long EACH = 1_000; // every call's first attempts: a reply's delta tells which calls were added
+    /** Call {@code n}'s first attempts: a power of two, so a sum tells which calls were added (under the cap of 10^6). */
+    static long each(long n) {
+      return 1L << (n % 19);
+    }
     final RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().commandTimeout(Duration.ofSeconds(2))
         .build());
     final BudgetScripts scripts = new BudgetScripts(store);
@@ -210,7 +213,7 @@ class CarriedCountsTest {
     }
 
     /**
-     * One random schedule of one client's calls, each of {@link #EACH} first attempts: delivered at once,
+     * One random schedule of one client's calls, each of {@link #each} first attempts: delivered at once,
      * held back and delivered late (after later numbers), or never; later calls carry a random earlier
      * number's counts; the client's entry is sometimes cleaned up. After every step the budget's count
      * is the model's, and no number is applied twice. Returns how often carried counts were added and dropped.
@@ -236,13 +239,13 @@ class CarriedCountsTest {
         }
         if (what == 1 && !heldBack.isEmpty()) {
           long n = heldBack.remove(random.nextInt(heldBack.size()));
-          List<?> r = raw(n, EACH, null);
+          List<?> r = raw(n, each(n), null);
           boolean runs = last == null || n > last; // a late copy with no entry is applied as new (budget.lua's rule)
           history.add("late " + n + " -> " + r.get(0));
           assertEquals(runs ? BudgetReply.COUNTED : BudgetReply.STALE, r.get(0), String.join("\n", history));
           if (runs) {
             last = n;
-            expected += EACH;
+            expected += each(n);
             applied(appliedTimes, forgotten, n, history);
           }
           assertEquals(expected, BudgetReply.asLong(r.get(2)), String.join("\n", history));
@@ -263,10 +266,10 @@ class CarriedCountsTest {
             which.add(!heldBack.isEmpty() && random.nextInt(10) < 7 ? heldBack.get(random.nextInt(heldBack.size()))
                 : handedOut.get(random.nextInt(handedOut.size() - 1)));
           }
-          which.forEach(w -> carried.add(new CountsInDoubt(w, EACH, 0, 0)));
+          which.forEach(w -> carried.add(new CountsInDoubt(w, each(w), 0, 0)));
         }
-        List<?> r = raw(n, EACH, carried.isEmpty() ? null : carried.stream()
-            .flatMap(d -> java.util.stream.Stream.of(Long.toString(d.seq()), Long.toString(EACH), "0", "0"))
+        List<?> r = raw(n, each(n), carried.isEmpty() ? null : carried.stream()
+            .flatMap(d -> java.util.stream.Stream.of(Long.toString(d.seq()), Long.toString(d.requests()), "0", "0"))
             .toArray(String[]::new));
         boolean runs = last == null || n > last;
         history.add("call " + n + (carried.isEmpty() ? "" : " carrying " + carried.stream().map(CountsInDoubt::seq).toList())
@@ -274,13 +277,13 @@ class CarriedCountsTest {
         assertEquals(runs ? BudgetReply.COUNTED : BudgetReply.STALE, r.get(0), String.join("\n", history));
         Long before = last;
         if (runs) {
-          expected += EACH;
+          expected += each(n);
           applied(appliedTimes, forgotten, n, history);
           last = n;
         }
         for (CountsInDoubt d : carried) {
           if (runs && d.applies(before, n)) {
-            expected += EACH;
+            expected += d.requests();
             added++;
             applied(appliedTimes, forgotten, d.seq(), history);
           } else {
