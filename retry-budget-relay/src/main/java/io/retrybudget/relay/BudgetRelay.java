@@ -96,7 +96,17 @@ public final class BudgetRelay {
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
       long session, long now) {
-    ReportLedger.Judged judged = ledger.report(clientId, seq, carried, session, now);
+    return client(clientId, seq, call, carried, ReportLedger.Arrival.on(session), now);
+  }
+
+  /**
+   * As {@link #client(String, long, BudgetCall, java.util.List, long, long)}, the client having told of
+   * its connection ({@link ReportLedger.Arrival}), which lets more of the carried calls be judged
+   * ({@link ReportLedger#report(String, long, java.util.List, ReportLedger.Arrival, long)}).
+   */
+  public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
+      ReportLedger.Arrival arrival, long now) {
+    ReportLedger.Judged judged = ledger.report(clientId, seq, carried, arrival, now);
     if (judged.verdict() == ReportLedger.Verdict.STALE) {
       return reply(BudgetReply.STALE, 0, now);
     }

@@ -38,10 +38,9 @@ public final class ReportLedger {
   private static final class Entry {
     long lastSeq;
     long epoch;
-    long session; // the connection its last report came on
-    long sessionFirst; // the first number seen on that connection
     long seen; // bit i: number lastSeq - i was applied here (a report, or carried counts)
     boolean trusted; // made with no eviction near: its record is the client's whole history here
+    Link link; // the connection its last report came on
 
     /** Whether number {@code n}'s counts were applied here, as far as the record tells (64 numbers back). */
     boolean seen(long n) {
@@ -57,6 +56,28 @@ public final class ReportLedger {
       if (back >= 0 && back < 64) {
         seen |= 1L << back;
       }
+    }
+  }
+
+  /** The connection an entry's last report came on: the relay's id for it, and the first number seen on it. */
+  private record Link(long session, long first) {}
+
+  /**
+   * How a report arrived: on the relay's connection {@code session} (an id unique in this relay; 0: not
+   * known), with what the client told of that connection (budget.lua's ARGV[13] from an SDK that talks to
+   * relays, {@code ConnectionFloor}): the lowest number it knows to have gone, if at all, on this same
+   * connection ({@code first}; 0: not told).
+   */
+  public record Arrival(long session, long first) {
+    public Arrival {
+      if (first < 0) {
+        throw new IllegalArgumentException("first must be positive, or 0 when not told, was " + first);
+      }
+    }
+
+    /** On connection {@code session}, the client telling nothing of it. */
+    public static Arrival on(long session) {
+      return new Arrival(session, 0);
     }
   }
 
@@ -128,6 +149,21 @@ public final class ReportLedger {
    * numbers back.
    */
   public Judged report(String clientId, long seq, java.util.List<CountsInDoubt> carried, long session, long nowMillis) {
+    return report(clientId, seq, carried, Arrival.on(session), nowMillis);
+  }
+
+  /**
+   * As {@link #report(String, long, java.util.List, long, long)}, the client having told of its
+   * connection ({@link Arrival}): a carried call numbered at or below the first report seen on the
+   * connection is added too when it is numbered at or above the client's {@code first}. Why that is
+   * safe: the client's floor holds for every call but the first it sends on a connection, which may
+   * tell the floor of the connection before (ConnectionFloor in the SDK); that call is the first of its
+   * client's numbers to arrive on the connection or is answered stale (a later number arrived first),
+   * and neither adds anything here (the rule above: the same connection as the last report). The calls
+   * of a budget's first moments that timed out unwritten while later ones went ahead are so recovered.
+   */
+  public Judged report(String clientId, long seq, java.util.List<CountsInDoubt> carried, Arrival arrival, long nowMillis) {
+    long session = arrival.session();
     if (clientId == null || clientId.isEmpty()) {
       throw new IllegalArgumentException("clientId must not be empty");
     }
@@ -144,9 +180,13 @@ public final class ReportLedger {
     long denied = 0;
     long retries = 0;
     java.util.List<CountsInDoubt> added = new java.util.ArrayList<>();
-    if (e != null && e.trusted && e.session == session) {
+    if (e != null && e.trusted && e.link.session() == session) {
+      long floor = e.link.first(); // numbers at or below it may have gone on an earlier connection
+      if (arrival.first() > 0) {
+        floor = Math.min(floor, arrival.first() - 1); // but not the client's own floor on this connection
+      }
       for (CountsInDoubt d : carried) {
-        if (d.seq() > e.sessionFirst && d.seq() < seq && !e.seen(d.seq()) && !added.contains(d)) {
+        if (d.seq() > floor && d.seq() < seq && !e.seen(d.seq()) && !added.contains(d)) {
           added.add(d);
           requests += d.requests();
           denied += d.denied();
@@ -168,9 +208,8 @@ public final class ReportLedger {
         lastEvictionAt = nowMillis;
       }
     }
-    if (e.session != session || e.seen == 0) {
-      e.session = session;
-      e.sessionFirst = seq;
+    if (e.link == null || e.link.session() != session || e.seen == 0) {
+      e.link = new Link(session, seq);
     }
     long shift = seq - e.lastSeq;
     e.seen = shift >= 64 ? 0 : e.seen << shift;

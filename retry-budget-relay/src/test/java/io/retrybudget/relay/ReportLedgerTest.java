@@ -55,6 +55,41 @@ class ReportLedgerTest {
     assertEquals(new ReportLedger.Judged(Verdict.NEW_AND_CARRIED, 6, 1, 1), both, "103 and 104, not 102");
   }
 
+  private static long told(ReportLedger l, long seq, long session, long first, long... carried) {
+    List<CountsInDoubt> c = new java.util.ArrayList<>();
+    for (int i = 0; i < carried.length; i++) {
+      c.add(new CountsInDoubt(carried[i], 1L << i, 0, 0));
+    }
+    ReportLedger.Judged j = l.report("a", seq, c, new ReportLedger.Arrival(session, first), 0);
+    return j.verdict() == Verdict.STALE ? -1 : j.requests();
+  }
+
+  @Test
+  void aClientsFloorLetsItsFirstMomentsOnAConnectionBeAdded() {
+    ReportLedger l = new ReportLedger();
+    // calls 1 and 2 timed out unwritten on the client's first connection; 3 arrived first
+    assertEquals(0, told(l, 3, 1, 1, 1, 2), "no entry yet: dropped");
+    assertEquals(0b11, told(l, 4, 1, 1, 1, 2), "a later report on the same connection: 1 and 2 added");
+    assertEquals(0, told(l, 5, 1, 1, 1, 2), "once");
+    assertEquals(0, told(l, 6, 1, 0, 1, 2), "and not without a floor");
+    // 7 unwritten on connection 1; 8 went on connection 2 with the old floor (sent as it opened)
+    assertEquals(0, told(l, 8, 2, 1, 7), "the first report on a connection adds nothing, whatever its floor");
+    assertEquals(0, told(l, 9, 2, 9, 7), "below the client's floor on this connection: may have gone on connection 1");
+    assertEquals(0, told(l, 10, 2, 9, 9), "nor 9 itself: it was applied");
+    assertEquals(0, told(l, 11, 2, 0, 7), "without a floor, the first report seen here (8) is the floor");
+    assertEquals(-1, told(l, 10, 2, 1, 7), "a stale report adds nothing");
+    ReportLedger none = new ReportLedger();
+    told(none, 3, 1, 0);
+    assertEquals(0, told(none, 4, 1, 0, 1, 2), "an SDK that tells no floor: as before");
+  }
+
+  @Test
+  void anArrivalNamesAWrongFloor() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ReportLedger.Arrival(1, -1));
+    assertEquals("first must be positive, or 0 when not told, was -1", e.getMessage());
+    assertEquals(new ReportLedger.Arrival(4, 0), ReportLedger.Arrival.on(4));
+  }
+
   @Test
   void anEntryMadeSoonAfterAnEvictionAddsNoCarriedCountsForTwoMinutes() {
     ReportLedger l = new ReportLedger(1);

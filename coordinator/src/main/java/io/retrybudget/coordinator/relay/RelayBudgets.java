@@ -84,7 +84,7 @@ final class RelayBudgets implements RelaySession.Budgets {
       relays.put(name, relay);
     }
     long now = clock.getAsLong();
-    BudgetReply reply = relay.client(call.clientId(), call.seq(), call.call(), call.carried(), call.session(), now);
+    BudgetReply reply = relay.client(call.clientId(), call.seq(), call.call(), call.carried(), call.arrival(), now);
     send(relay, now); // the first client's call is due at once: Redis hears of the budget without a tick's wait
     return reply;
   }

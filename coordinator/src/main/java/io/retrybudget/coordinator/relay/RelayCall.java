@@ -7,6 +7,7 @@ import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.relay.ReportLedger;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -14,7 +15,8 @@ import java.util.List;
  * One budget.lua call as the SDK's {@code BudgetScripts} sends it ({@code EVALSHA sha 5 cfg win clients
  * index pace} and 12 arguments: client id, report number, requests, denied, need, want, the seed's
  * ratio ppm, window, floor, mode and ceiling, fallback retries; then, optionally, a thirteenth that is
- * empty (a client never sends {@code again} to a relay) and the counts in doubt it carries, up to
+ * empty or tells the client's floor on its connection ({@code "first=<n>"}, {@code ConnectionFloor}; a
+ * client never sends {@code again} to a relay) and the counts in doubt it carries, up to
  * {@link BudgetScripts#MAX_CARRIED} groups of four: budget.lua's ARGV[14..]), decoded into what a relay
  * takes, and the reply written as budget.lua writes its own: strings as bulk strings, numbers as
  * integers.
@@ -23,24 +25,34 @@ import java.util.List;
  * @param seq its report number (ARGV[2]), strictly increasing per client id
  * @param call the counts, asks and seed
  * @param carried the counts of the client's calls of unknown fate on this relay, in number order (none: empty)
- * @param session the connection it came on (an id unique in the relay; 0: not known)
+ * @param arrival the connection it came on (the relay's id for it, 0 until {@link #onSession}) and what the
+ *     client told of it (ARGV[13])
  */
-public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsInDoubt> carried, long session) {
+public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsInDoubt> carried,
+    ReportLedger.Arrival arrival) {
   private static final int KEYS = 5;
   private static final int ARGS = 12;
+  private static final String FIRST = "first=";
 
   public RelayCall {
     carried = List.copyOf(carried);
+    java.util.Objects.requireNonNull(arrival, "arrival");
   }
 
-  /** A call that carries nothing. */
+  /** A call that carries nothing and tells nothing of its connection. */
   public RelayCall(String clientId, long seq, BudgetCall call) {
-    this(clientId, seq, call, List.of(), 0);
+    this(clientId, seq, call, List.of(), ReportLedger.Arrival.on(0));
   }
 
   /** This call, come on connection {@code id}. */
   public RelayCall onSession(long id) {
-    return new RelayCall(clientId, seq, call, carried, id);
+    return new RelayCall(clientId, seq, call, carried,
+        new ReportLedger.Arrival(id, arrival.first()));
+  }
+
+  /** The relay's id for the connection it came on (0: not known). */
+  public long session() {
+    return arrival.session();
   }
 
   /**
@@ -97,10 +109,7 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
     BudgetCall call = new BudgetCall(name, number(command, a + 2, "requests"), number(command, a + 3, "denied"),
         retries.isEmpty() ? 0 : number(command, a + 11, "retries"), number(command, a + 4, "need"),
         number(command, a + 5, "want"), seed);
-    if (args > ARGS && !text(command, a + ARGS).isEmpty()) {
-      throw new IllegalArgumentException("a relay takes no " + printable(text(command, a + ARGS))
-          + " in ARGV[13]: a call sent again goes to Redis, not to a relay");
-    }
+    ReportLedger.Arrival arrival = args > ARGS ? claim(text(command, a + ARGS), seq) : ReportLedger.Arrival.on(0);
     List<CountsInDoubt> carried = new java.util.ArrayList<>();
     if (args > ARGS + 1 && !text(command, a + 13).isEmpty()) {
       long below = 0;
@@ -115,7 +124,23 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
         below = doubtSeq;
       }
     }
-    return new RelayCall(clientId, seq, call, carried, 0);
+    return new RelayCall(clientId, seq, call, carried, arrival);
+  }
+
+  /** ARGV[13]: empty, or the client's floor {@code "first=<n>"} with 1 &lt;= n &lt;= seq. */
+  private static ReportLedger.Arrival claim(String s, long seq) {
+    if (s.isEmpty()) {
+      return ReportLedger.Arrival.on(0);
+    }
+    if (!s.startsWith(FIRST)) {
+      throw new IllegalArgumentException("a relay takes '' or '" + FIRST + "<n>' in ARGV[13], not " + printable(s)
+          + ("again".equals(s) ? ": a call sent again goes to Redis, not to a relay" : ""));
+    }
+    long first = digits(s.substring(FIRST.length()), "ARGV[13]'s first");
+    if (first < 1 || first > seq) {
+      throw new IllegalArgumentException("ARGV[13]'s first must be in [1, seq], was " + printable(s));
+    }
+    return new ReportLedger.Arrival(0, first);
   }
 
   /**
@@ -135,7 +160,10 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
   }
 
   private static long number(List<byte[]> command, int i, String field) {
-    String s = text(command, i);
+    return digits(text(command, i), field);
+  }
+
+  private static long digits(String s, String field) {
     if (s.isEmpty() || s.length() > 18 || !s.chars().allMatch(c -> c >= '0' && c <= '9')) {
       throw new IllegalArgumentException(field + " must be a non-negative integer, was " + printable(s));
     }

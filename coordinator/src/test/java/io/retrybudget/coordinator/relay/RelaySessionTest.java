@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.relay.ReportLedger;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -128,8 +129,8 @@ class RelaySessionTest {
     assertEquals(List.of(), calls.get(2).carried());
     String[] again = java.util.Arrays.copyOf(ARGV, 13);
     again[12] = "again";
-    assertEquals("-ERR bad budget.lua call: a relay takes no 'again' in ARGV[13]: a call sent again goes to Redis, not to a relay\r\n",
-        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
+    assertEquals("-ERR bad budget.lua call: a relay takes '' or 'first=<n>' in ARGV[13], not 'again': a call sent again "
+        + "goes to Redis, not to a relay\r\n", answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
     String[] notBelow = carrying.clone();
     notBelow[17] = "7";
     assertEquals("-ERR bad budget.lua call: doubt_seq must increase within [1, seq), was 7\r\n",
@@ -146,6 +147,28 @@ class RelaySessionTest {
     assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ragged))
         .startsWith("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 or 13 arguments, or 13 and up to 8 groups of 4"));
     assertEquals(3, calls.size(), "no bad call reached the relay");
+  }
+
+  @Test
+  void theClientsFloorOnItsConnectionIsDecodedAndAWrongOneRefusedByName() {
+    RelaySession s = session(null);
+    String[] told = java.util.Arrays.copyOf(ARGV, 17);
+    System.arraycopy(new String[] {"first=3", "5", "9", "1", "0"}, 0, told, 12, 5);
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, told));
+    String[] alone = java.util.Arrays.copyOf(ARGV, 13);
+    alone[12] = "first=7"; // the call's own number: it knows none lower
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, alone));
+    assertEquals(2, calls.size());
+    assertEquals(new ReportLedger.Arrival(42, 3), calls.get(0).arrival(), "on connection 42, the client's floor 3");
+    assertEquals(List.of(new CountsInDoubt(5, 9, 1, 0)), calls.get(0).carried());
+    assertEquals(new ReportLedger.Arrival(42, 7), calls.get(1).arrival());
+    for (String bad : new String[] {"first=0", "first=8", "first=", "first=-1", "first=1e3", "first=3 ", "FIRST=3", "3",
+        "first=99999999999999999999"}) {
+      alone[12] = bad;
+      String reply = answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, alone));
+      assertTrue(reply.startsWith("-ERR bad budget.lua call: ") && reply.contains("ARGV[13]"), bad + ": " + reply);
+    }
+    assertEquals(2, calls.size(), "no bad floor reached the relay");
   }
 
   @Test

@@ -48,9 +48,25 @@ public final class BudgetScripts {
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
   private final RedisBudgetStore store;
+  private final boolean toRelay; // numbered calls tell their connection (ConnectionFloor)
 
   public BudgetScripts(RedisBudgetStore store) {
+    this(store, false);
+  }
+
+  private BudgetScripts(RedisBudgetStore store, boolean toRelay) {
     this.store = store;
+    this.toRelay = toRelay;
+  }
+
+  /**
+   * Scripts sent to a relay ({@code store} connected to one): each numbered call also tells the relay its
+   * connection ({@link ConnectionFloor}, in ARGV[13]), so the relay can add the counts of calls of unknown
+   * fate sent on that connection before the first call it saw there. Redis ignores it; it is not sent
+   * to Redis.
+   */
+  public static BudgetScripts toRelay(RedisBudgetStore store) {
+    return new BudgetScripts(store, true);
   }
 
   public RedisBudgetStore store() {
@@ -157,7 +173,7 @@ public final class BudgetScripts {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     if (sequence == null) {
-      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, false, List.of()), resent);
+      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, "", List.of()), resent);
     } else {
       synchronized (sequence) {
         if (handle != null && handle.reply().isDone()) {
@@ -167,7 +183,8 @@ public final class BudgetScripts {
         if (handle != null) {
           handle.sentWith(n);
         }
-        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, fixed > 0, carried), resent);
+        String mark = fixed > 0 ? "again" : toRelay ? sequence.floor().claim(store, store.connectionsOpened(), n) : "";
+        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, mark, carried), resent);
       }
     }
     raw.whenComplete((list, error) -> {
@@ -247,7 +264,8 @@ public final class BudgetScripts {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
 
-  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, boolean again,
+  /** budget.lua's ARGV; {@code mark} is ARGV[13]: "again", a relay's connection claim, or empty. */
+  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, String mark,
       List<CountsInDoubt> carried) {
     BudgetConfig seed = call.seed();
     String[] args = {
@@ -259,11 +277,12 @@ public final class BudgetScripts {
         seed == null ? "" : seed.mode().wireName(),
         seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
         call.retries() == 0 ? "" : Long.toString(call.retries())};
-    if (!again && carried.isEmpty()) {
+    if (mark.isEmpty() && carried.isEmpty()) {
       return args;
     }
     String[] marked = java.util.Arrays.copyOf(args, args.length + 1 + 4 * carried.size());
-    marked[args.length] = again ? "again" : ""; // applied only while Redis holds the client's last number
+    // "again": applied only while Redis holds the client's last number; a claim: a relay's (ConnectionFloor)
+    marked[args.length] = mark;
     int i = args.length + 1;
     for (CountsInDoubt d : carried) {
       // each added only if its call never ran (budget.lua's ARGV[14..])

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class ClientSequence {
   private final String clientId;
   private final AtomicLong last = new AtomicLong();
+  private final ConnectionFloor floor = new ConnectionFloor(); // guarded by this
 
   public ClientSequence(String clientId) {
     if (clientId == null || clientId.isEmpty() || clientId.length() > 64 || clientId.contains(":")) {
@@ -26,6 +27,11 @@ public final class ClientSequence {
   /** The last number handed out. */
   public long last() {
     return last.get();
+  }
+
+  /** What this client tells a relay about its connection; only under this object's lock. */
+  ConnectionFloor floor() {
+    return floor;
   }
 
   long next() {

@@ -10,6 +10,8 @@ import io.lettuce.core.event.connection.ReconnectFailedEvent;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
+import io.lettuce.core.resource.NettyCustomizer;
+import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import java.time.Duration;
@@ -19,6 +21,7 @@ import java.util.Objects;
 import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.Disposable;
 
@@ -40,10 +43,13 @@ public final class RedisBudgetStore implements AutoCloseable {
   private final Disposable connectionEvents;
   private final StoreConnection connection;
   private final RedisClusterAsyncCommands<String, String> commands;
+  /** Channels Lettuce initialized for this store; -1: not known (the caller's client resources). */
+  private final AtomicLong channelsOpened;
 
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
     this.ownsResources = options.clientResources() == null;
+    this.channelsOpened = new AtomicLong(ownsResources ? 0 : -1);
     if (!ownsResources) {
       if (ioLoop != null) {
         throw new IllegalArgumentException("an event loop and client resources cannot both be given: the resources bring theirs");
@@ -59,6 +65,12 @@ public final class RedisBudgetStore implements AutoCloseable {
       this.resources = resourcesBuilder
           .computationThreadPoolSize(2)
           .reconnectDelay(Delay.exponential(Duration.ofMillis(10), options.reconnectDelayMax(), 2, TimeUnit.MILLISECONDS))
+          .nettyCustomizer(new NettyCustomizer() {
+            @Override
+            public void afterChannelInitialized(Channel channel) {
+              channelsOpened.incrementAndGet();
+            }
+          })
           .build();
     }
     // Scripts go into every master's cache whenever a connection to it opens (start, reconnect,
@@ -224,6 +236,20 @@ public final class RedisBudgetStore implements AutoCloseable {
    */
   public boolean isConnected() {
     return connection.isOpen();
+  }
+
+  /**
+   * How many connections (channels) this store has opened so far, the first one included: a new one at
+   * each connect and reconnect, counted when Lettuce initializes its channel ({@code NettyCustomizer},
+   * public API), so before any command can be written on it; -1 when the client resources are the
+   * caller's ({@link RedisConnectionOptions#clientResources()}). A command sent while this reads
+   * {@code n} both before and after was written on the {@code n}th connection or not at all: Lettuce
+   * binds a command to the channel it finds when it is sent, the {@code n+1}th is initialized only after
+   * the {@code n}th has closed, and budget scripts are never replayed on another
+   * ({@code StoreConnection.NO_SCRIPT_REPLAY}, commands refused while disconnected).
+   */
+  public long connectionsOpened() {
+    return channelsOpened.get();
   }
 
   /** PING (on a Cluster: the node the connection routes it to). */

@@ -40,6 +40,7 @@ class SharedClientResourcesStoreTest {
         List<Object> status = store.run(LuaScript.STATUS, new String[] {k.config(), k.window()},
             "100000", "10", "10", "enforce").get(5, TimeUnit.SECONDS);
         assertEquals(5L, status.get(1), "requests counted through the shared resources");
+        assertEquals(-1, store.connectionsOpened(), "its channels are counted only on resources it owns");
       }
       assertFalse(shared.eventExecutorGroup().isShuttingDown(), "the store must not shut down resources it does not own");
       assertEquals("PONG", appConnection.sync().ping(), "the application's own connection still works");

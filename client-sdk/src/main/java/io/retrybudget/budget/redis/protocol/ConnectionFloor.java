@@ -1,0 +1,49 @@
+package io.retrybudget.budget.redis.protocol;
+
+/**
+ * What a client tells a relay about the connection its call goes on, so the relay can add the counts
+ * of calls of unknown fate numbered below the first it saw on that connection (calls of a budget's
+ * first moments that timed out unwritten while later ones went ahead): {@code "first=<n>"} in
+ * budget.lua's ARGV[13], {@code n} the lowest number the client knows to have been sent, if at all, on
+ * the connection this call goes on (the call's own number when it knows none lower). It learns that from
+ * its store's count of connections opened ({@code RedisBudgetStore.connectionsOpened()}), read as each
+ * call is composed.
+ *
+ * <p>Why the floor holds: a call sent while the count read {@code k} went on the {@code k}th connection,
+ * a later one, or nowhere (Lettuce binds a command to the channel it finds as it is sent, and counts a
+ * channel before any command can find it). The floor is the first call of a run of calls to one store
+ * that all read {@code k}; the count never goes back, so if a later call still reads {@code k}, no
+ * later connection had opened when any call of the run was sent: they all went on the {@code k}th
+ * connection, or nowhere.
+ *
+ * <p>One call's floor can be wrong: the first this client sends on a new connection, when the count
+ * still read {@code k - 1} as it was composed, tells the old connection's floor. It is the first of its
+ * sequence's numbers on that connection (the calls after it read {@code k}: {@code BudgetScripts} sends a
+ * sequence's calls one after the other under its lock), so at a relay it is the first report of its
+ * client on that connection or is answered stale, and the relay adds carried counts only from a later
+ * report on the same connection ({@code ReportLedger}).
+ *
+ * <p>One per {@link ClientSequence}, guarded by its lock. A store is compared by identity.
+ */
+public final class ConnectionFloor {
+  private Object store;
+  private long connection = -1;
+  private long first;
+
+  /**
+   * ARGV[13] for call {@code number} about to be sent to {@code store}, whose count reads
+   * {@code connection} now (at least 1; less: not known, and the claim is empty). Calls are numbered in
+   * the order they are sent.
+   */
+  public String claim(Object store, long connection, long number) {
+    if (connection < 1) {
+      return "";
+    }
+    if (store != this.store || connection != this.connection) {
+      this.store = store; // a run of calls on one connection starts
+      this.connection = connection;
+      this.first = number;
+    }
+    return "first=" + Math.min(first, number);
+  }
+}
