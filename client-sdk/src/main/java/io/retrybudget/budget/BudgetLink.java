@@ -71,9 +71,11 @@ final class BudgetLink {
     CompletableFuture<BudgetReply> sent = how.reply();
     sent.whenComplete((reply, error) -> {
       if (error == null) {
-        if (reply.applied() && how.carried()) {
+        if (reply.applied() && how.carried() && how.judged().getAsBoolean()) {
           doubts.answered(carried); // each added, or dropped as run already: done either way
         }
+        // applied but not surely judged (a relay's first report of this client on a connection): they
+        // stay, carried by the next calls, never added twice
         return;
       }
       long number = how.number().getAsLong();

@@ -48,7 +48,7 @@ final class DirectPort implements FleetRegistry.Port {
     List<CountsInDoubt> carried = offered != null && offered.way() == way ? offered.counts() : List.of();
     try {
       NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried);
-      return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty());
+      return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty(), n::judged);
     } catch (RuntimeException e) {
       return new FleetRegistry.Sent(CompletableFuture.failedFuture(e), way, () -> FleetRegistry.Sent.UNKNOWN, false);
     }

@@ -28,10 +28,18 @@ interface FleetRegistry {
   /**
    * A budget call on its way: its reply, the way it went ({@code RoutedPort}'s index; 0 for one way), the
    * number of its last attempt when the reply failed ({@link #UNKNOWN}: the port cannot tell; 0: none was
-   * sent), and whether it carries the counts in doubt it was offered.
+   * sent), whether it carries the counts in doubt it was offered, and whether the way surely judged them
+   * if it was applied ({@code NumberedCall.judged()}: a relay not yet holding the client's entry on that
+   * connection did not, and they are carried again).
    */
-  record Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried) {
+  record Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried,
+      java.util.function.BooleanSupplier judged) {
     static final long UNKNOWN = -1;
+
+    /** A call whose carried counts the way judges whenever it is applied. */
+    Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried) {
+      this(reply, way, number, carried, () -> true);
+    }
   }
 
   /** The way to Redis; null while it was never reached. */

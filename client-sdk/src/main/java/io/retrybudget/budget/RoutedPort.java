@@ -178,9 +178,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
       RedisBudgetStore store = RedisBudgetStore.connect(way.options);
       synchronized (ways) {
         if (!closed) {
-          int w = index(way);
-          // the last way is Redis; the others are relays, told each call's connection (ConnectionFloor)
-          way.port = new DirectPort(w < ways.length - 1 ? BudgetScripts.toRelay(store) : new BudgetScripts(store), w);
+          way.port = new DirectPort(new BudgetScripts(store), index(way));
           return true;
         }
       }

@@ -48,25 +48,9 @@ public final class BudgetScripts {
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
   private final RedisBudgetStore store;
-  private final boolean toRelay; // numbered calls tell their connection (ConnectionFloor)
 
   public BudgetScripts(RedisBudgetStore store) {
-    this(store, false);
-  }
-
-  private BudgetScripts(RedisBudgetStore store, boolean toRelay) {
     this.store = store;
-    this.toRelay = toRelay;
-  }
-
-  /**
-   * Scripts sent to a relay ({@code store} connected to one): each numbered call also tells the relay its
-   * connection ({@link ConnectionFloor}, in ARGV[13]), so the relay can add the counts of calls of unknown
-   * fate sent on that connection before the first call it saw there. Redis ignores it; it is not sent
-   * to Redis.
-   */
-  public static BudgetScripts toRelay(RedisBudgetStore store) {
-    return new BudgetScripts(store, true);
   }
 
   public RedisBudgetStore store() {
@@ -172,6 +156,7 @@ public final class BudgetScripts {
       NumberedCall handle, long fixed, boolean resent, int refused, CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
+    long count = -1; // the store's count of connections as the attempt was composed (-1: not known)
     if (sequence == null) {
       raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, "", List.of()), resent);
     } else {
@@ -180,13 +165,17 @@ public final class BudgetScripts {
           return; // the caller gave up (its timeout completed the reply): no attempt after that
         }
         long n = fixed > 0 ? fixed : sequence.next();
+        // the floor on this connection (ConnectionFloor): a relay's rule; budget.lua ignores it, and a
+        // client cannot tell a relay from Redis (a relay may stand at Redis's address, as a sidecar)
+        count = fixed == 0 ? store.connectionsOpened() : -1;
+        String mark = fixed > 0 ? "again" : sequence.floor().claim(store, count, n);
         if (handle != null) {
-          handle.sentWith(n);
+          handle.sentWith(n, count < 1 || sequence.floor().heard());
         }
-        String mark = fixed > 0 ? "again" : toRelay ? sequence.floor().claim(store, store.connectionsOpened(), n) : "";
         raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, mark, carried), resent);
       }
     }
+    long sentOn = count;
     raw.whenComplete((list, error) -> {
       if (error == null) {
         BudgetReply reply;
@@ -195,6 +184,11 @@ public final class BudgetScripts {
         } catch (RuntimeException e) {
           result.completeExceptionally(e);
           return;
+        }
+        if (sentOn > 0 && reply.applied()) {
+          synchronized (sequence) {
+            sequence.floor().answered(store, sentOn); // the relay holds this client's entry on that connection
+          }
         }
         if (!resent && sequence != null && fixed == 0 && BudgetReply.STALE.equals(reply.status())) {
           // not applied: a call overtaken on its way (a redirect); its counts go again, once

@@ -1,7 +1,8 @@
 package io.retrybudget.budget.redis.protocol;
 
 /**
- * What a client tells a relay about the connection its call goes on, so the relay can add the counts
+ * What a client tells a relay (or Redis, which ignores it: a client cannot tell a relay at Redis's
+ * address from Redis) about the connection its call goes on, so the relay can add the counts
  * of calls of unknown fate numbered below the first it saw on that connection (calls of a budget's
  * first moments that timed out unwritten while later ones went ahead): {@code "first=<n>"} in
  * budget.lua's ARGV[13], {@code n} the lowest number the client knows to have been sent, if at all, on
@@ -23,12 +24,19 @@ package io.retrybudget.budget.redis.protocol;
  * client on that connection or is answered stale, and the relay adds carried counts only from a later
  * report on the same connection ({@code ReportLedger}).
  *
+ * <p>It also tells whether a relay surely judged what a call carried ({@link #heard()}): a relay judges
+ * carried counts only from its client's second report on a connection (the first has no entry there to
+ * judge by), so a call is surely judged once an earlier call of its run was answered applied before it
+ * was sent. A caller keeps carrying counts whose carrier was not surely judged: carried again, they are
+ * never added twice.
+ *
  * <p>One per {@link ClientSequence}, guarded by its lock. A store is compared by identity.
  */
 public final class ConnectionFloor {
   private Object store;
   private long connection = -1;
   private long first;
+  private boolean heard; // a call of the run was answered applied
 
   /**
    * ARGV[13] for call {@code number} about to be sent to {@code store}, whose count reads
@@ -43,7 +51,24 @@ public final class ConnectionFloor {
       this.store = store; // a run of calls on one connection starts
       this.connection = connection;
       this.first = number;
+      this.heard = false;
     }
     return "first=" + Math.min(first, number);
+  }
+
+  /**
+   * Whether a call of the run the last {@link #claim} belongs to was answered applied before now: then a
+   * relay has its client's entry on that connection, and judges what the claimed call carries (the
+   * entry evicted meanwhile, they are dropped: the safe side).
+   */
+  public boolean heard() {
+    return store != null && heard;
+  }
+
+  /** A call sent to {@code store} whose count read {@code connection} was answered applied. */
+  public void answered(Object store, long connection) {
+    if (store == this.store && connection == this.connection) {
+      heard = true;
+    }
   }
 }

@@ -13,6 +13,7 @@ public final class NumberedCall {
   private final CompletableFuture<BudgetReply> reply = new CompletableFuture<>();
   private final ClientSequence sequence;
   private long number; // guarded by sequence's lock
+  private boolean judged = true; // guarded by sequence's lock
 
   NumberedCall(ClientSequence sequence) {
     this.sequence = sequence;
@@ -30,8 +31,23 @@ public final class NumberedCall {
     }
   }
 
-  /** Under the sequence's lock, with the reply not done: an attempt goes with {@code n}. */
-  void sentWith(long n) {
+  /**
+   * Whether the way surely judged the counts in doubt the last attempt carried, if it was applied: Redis
+   * always; a relay when an earlier call on the same connection had been answered applied before it was
+   * sent ({@link ConnectionFloor#heard()}). A caller keeps carrying counts not surely judged.
+   */
+  public boolean judged() {
+    synchronized (sequence) {
+      return judged;
+    }
+  }
+
+  /**
+   * Under the sequence's lock, with the reply not done: an attempt goes with {@code n}, the way
+   * {@code judged} surely judging what it carries.
+   */
+  void sentWith(long n, boolean judged) {
     number = n;
+    this.judged = judged;
   }
 }

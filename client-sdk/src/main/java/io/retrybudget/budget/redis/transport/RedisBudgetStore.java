@@ -49,7 +49,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   private RedisBudgetStore(RedisConnectionOptions options, EventLoopGroup ioLoop) {
     this.options = options;
     this.ownsResources = options.clientResources() == null;
-    this.channelsOpened = new AtomicLong(ownsResources ? 0 : -1);
+    // a Cluster store's calls go on one connection a node: its count tells no call's connection
+    this.channelsOpened = new AtomicLong(ownsResources && !options.isCluster() ? 0 : -1);
     if (!ownsResources) {
       if (ioLoop != null) {
         throw new IllegalArgumentException("an event loop and client resources cannot both be given: the resources bring theirs");
@@ -68,7 +69,7 @@ public final class RedisBudgetStore implements AutoCloseable {
           .nettyCustomizer(new NettyCustomizer() {
             @Override
             public void afterChannelInitialized(Channel channel) {
-              channelsOpened.incrementAndGet();
+              channelsOpened.updateAndGet(c -> c < 0 ? c : c + 1); // -1 stays: not counted
             }
           })
           .build();
@@ -241,8 +242,8 @@ public final class RedisBudgetStore implements AutoCloseable {
   /**
    * How many connections (channels) this store has opened so far, the first one included: a new one at
    * each connect and reconnect, counted when Lettuce initializes its channel ({@code NettyCustomizer},
-   * public API), so before any command can be written on it; -1 when the client resources are the
-   * caller's ({@link RedisConnectionOptions#clientResources()}). A command sent while this reads
+   * public API), so before any command can be written on it; -1 on a Cluster (a connection a node) and
+   * when the client resources are the caller's ({@link RedisConnectionOptions#clientResources()}). A command sent while this reads
    * {@code n} both before and after was written on the {@code n}th connection or not at all: Lettuce
    * binds a command to the channel it finds when it is sent, the {@code n+1}th is initialized only after
    * the {@code n}th has closed, and budget scripts are never replayed on another

@@ -25,7 +25,7 @@ class ConnectionsOpenedTest {
   void aReconnectIsCountedAndCallsToldTheirFloorStillRunOnRedis() throws Exception {
     try (RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build())) {
       assertEquals(1, store.connectionsOpened());
-      BudgetScripts scripts = BudgetScripts.toRelay(store); // a relay's scripts pointed at Redis by mistake
+      BudgetScripts scripts = new BudgetScripts(store); // each numbered call tells its floor in ARGV[13]
       ClientSequence sequence = new ClientSequence("counted");
       BudgetConfig config = BudgetConfig.builder("counted").build();
       assertTrue(scripts.budget(new BudgetCall("counted", 3, 0, 0, 0, 0, config), sequence).get(5, TimeUnit.SECONDS)
