@@ -36,9 +36,9 @@ interface FleetRegistry {
       java.util.function.BooleanSupplier judged) {
     static final long UNKNOWN = -1;
 
-    /** A call whose carried counts the way judges whenever it is applied. */
+    /** A call whose carried counts are not surely judged: they are carried again (never added twice). */
     Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried) {
-      this(reply, way, number, carried, () -> true);
+      this(reply, way, number, carried, () -> false);
     }
   }
 

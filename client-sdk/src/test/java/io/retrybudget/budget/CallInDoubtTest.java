@@ -8,6 +8,7 @@ import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisServerProcess;
+import io.retrybudget.testing.TcpProxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A budget's call of unknown fate on real connections: lost on its way (a {@link LosingProxy} drops it,
+ * A budget's call of unknown fate on real connections: lost on its way (a {@link TcpProxy} drops it,
  * then resets the connection), or run after its timeout (Redis paused). Its counts go with the next
  * call on the same way, and Redis (or the relay: here a second redis-server, which answers budget.lua
  * as a relay does) adds them only if it never ran: every count exactly once. The engine's waits run on
@@ -94,7 +95,7 @@ class CallInDoubtTest {
   @Test
   void aCallLostOnItsWayIsCountedOnceByTheNext() throws Exception {
     RedisServerProcess redis = closing(RedisServerProcess.start());
-    LosingProxy proxy = closing(new LosingProxy(redis.port()));
+    TcpProxy proxy = closing(new TcpProxy(redis.port()));
     RedisBudgetClient client = closing(RedisBudgetClient.builder(options(proxy.uri()).build())
         .callTimeout(Duration.ofSeconds(1)).millisClock(now::get).build());
     RedisBudgetStore store = closing(RedisBudgetStore.connect(options(redis.uri()).build()));
@@ -135,7 +136,7 @@ class CallInDoubtTest {
   void countsInDoubtWaitForTheirWayAndGoWhenTheRouteComesHome() throws Exception {
     RedisServerProcess relay = closing(RedisServerProcess.start());
     RedisServerProcess redis = closing(RedisServerProcess.start());
-    LosingProxy proxy = closing(new LosingProxy(relay.port()));
+    TcpProxy proxy = closing(new TcpProxy(relay.port()));
     RedisBudgetClient client = closing(RedisBudgetClient.builder(options(redis.uri()).build())
         .relays(List.of(options(proxy.uri()).build())).relayRetryAfter(Duration.ofSeconds(20))
         .callTimeout(Duration.ofSeconds(1)).millisClock(now::get).build());

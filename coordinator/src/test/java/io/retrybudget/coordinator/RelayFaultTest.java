@@ -12,6 +12,7 @@ import io.retrybudget.budget.redis.transport.RedisBudgetStore;
 import io.retrybudget.testing.Eventually;
 import io.retrybudget.testing.RedisExtension;
 import io.retrybudget.testing.RespClient;
+import io.retrybudget.testing.TcpProxy;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,7 +57,7 @@ class RelayFaultTest {
   void killRestartAndCutOffInOneStorm(@TempDir Path dir) throws Exception {
     BudgetConfig config = BudgetConfig.builder("storm").ratio(RATIO).minRetriesPerSecond(FLOOR).windowSeconds(60)
         .build();
-    try (CuttableProxy proxy = new CuttableProxy(redis.server().port());
+    try (TcpProxy proxy = new TcpProxy(redis.server().port());
         RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions()
             .connectTimeout(Duration.ofSeconds(10)).commandTimeout(Duration.ofSeconds(5)).build())) {
       BudgetScripts scripts = new BudgetScripts(store);
@@ -69,7 +70,7 @@ class RelayFaultTest {
       RelayProcess a = startA.get(90, TimeUnit.SECONDS);
       RelayProcess b = startB.get(90, TimeUnit.SECONDS);
       RelayProcess a2 = startA2.get(90, TimeUnit.SECONDS);
-      CuttableProxy addressA = new CuttableProxy(a.port()); // A's address, as its clients know it
+      TcpProxy addressA = new TcpProxy(a.port()); // A's address, as its clients know it
       List<String> steps = new ArrayList<>();
       try (RelayStormFleet fleet = new RelayStormFleet(redis.uri(), List.of(addressA.uri(), b.uri()), 4,
           ENGINES_PER_PROCESS, config, 20)) {

@@ -64,7 +64,7 @@ public final class ReportLedger {
 
   /**
    * How a report arrived: on the relay's connection {@code session} (an id unique in this relay; 0: not
-   * known), with what the client told of that connection (budget.lua's ARGV[13] from an SDK that talks to
+   * known, and then no carried count is added), with what the client told of that connection (budget.lua's ARGV[13] from an SDK that talks to
    * relays, {@code ConnectionFloor}): the lowest number it knows to have gone, if at all, on this same
    * connection ({@code first}; 0: not told).
    */
@@ -180,7 +180,7 @@ public final class ReportLedger {
     long denied = 0;
     long retries = 0;
     java.util.List<CountsInDoubt> added = new java.util.ArrayList<>();
-    if (e != null && e.trusted && e.link.session() == session) {
+    if (e != null && e.trusted && session != 0 && e.link.session() == session) { // 0: a connection not known
       long floor = e.link.first(); // numbers at or below it may have gone on an earlier connection
       if (arrival.first() > 0) {
         floor = Math.min(floor, arrival.first() - 1); // but not the client's own floor on this connection

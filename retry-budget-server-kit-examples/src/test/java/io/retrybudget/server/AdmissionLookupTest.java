@@ -144,7 +144,9 @@ class AdmissionLookupTest {
     String held2 = UUID.randomUUID().toString();
     CompletableFuture<HttpResponse<String>> h1 = post(adapter, held1, null, "{\"hold\":1}");
     CompletableFuture<HttpResponse<String>> h2 = post(adapter, held2, null, "{\"hold\":2}");
-    Eventually.await("two first attempts fill the limit", Duration.ofSeconds(10), () -> admission.inflight() == 2);
+    // both in their handlers (their keys claimed, so neither can end early and free its permit)
+    Eventually.await("two first attempts fill the limit", Duration.ofSeconds(10),
+        () -> holds.containsKey(held1) && holds.containsKey(held2) && admission.inflight() == 2);
     try {
       assertEquals(503, post(adapter, UUID.randomUUID().toString(), null, "{\"amount\":3}").join().statusCode(),
           "a new first attempt at the limit is shed");

@@ -6,14 +6,12 @@ import static io.retrybudget.budget.redis.protocol.BudgetReply.asLong;
 
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
-import io.lettuce.core.RedisNoScriptException;
 import io.retrybudget.budget.BudgetConfig;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SortedSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -37,20 +35,14 @@ import java.util.regex.Pattern;
  * </ul>
  */
 public final class BudgetScripts {
-  /** Lettuce's first reconnect attempt comes after 10 ms; a refused call is sent again after this. */
-  static final long RESEND_AFTER_DISCONNECT_MILLIS = 50;
-  /**
-   * At most this many re-sends of a refused call: after 50, 100, 200 ms (350 ms in all, so a caller
-   * without a deadline of its own, the coordinator, still answers a Redis outage fast), and none
-   * once the caller gave up: a refused call was never run, so sending it again cannot count twice.
-   */
-  static final int RESENDS_AFTER_DISCONNECT = 3;
   private static final Pattern BROKEN = Pattern.compile("ERR broken key=(\\S+) field=(\\S+) ?(.*)");
 
   private final RedisBudgetStore store;
+  private final BudgetCalls calls;
 
   public BudgetScripts(RedisBudgetStore store) {
     this.store = store;
+    this.calls = new BudgetCalls(store);
   }
 
   public RedisBudgetStore store() {
@@ -74,7 +66,7 @@ public final class BudgetScripts {
   public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
     checkKeys(call, keys);
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, List.of(), keys, sequence, null, 0, false, 0, result);
+    calls.send(call, List.of(), keys, sequence, null, 0, false, 0, result);
     return result;
   }
 
@@ -111,7 +103,7 @@ public final class BudgetScripts {
       below = d.seq();
     }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, groups, keys, sequence, handle, 0, false, 0, handle.reply());
+    calls.send(call, groups, keys, sequence, handle, 0, false, 0, handle.reply());
     return handle;
   }
 
@@ -131,7 +123,7 @@ public final class BudgetScripts {
       throw new IllegalArgumentException("number " + number + " was never handed out by " + sequence.clientId());
     }
     NumberedCall handle = new NumberedCall(sequence);
-    sendBudget(call, List.of(), keys, sequence, handle, number, false, 0, handle.reply());
+    calls.send(call, List.of(), keys, sequence, handle, number, false, 0, handle.reply());
     return handle;
   }
 
@@ -144,95 +136,8 @@ public final class BudgetScripts {
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    sendBudget(call, List.of(), keys(call.name()), null, null, 0, false, 0, result);
+    calls.send(call, List.of(), keys(call.name()), null, null, 0, false, 0, result);
     return result;
-  }
-
-  /**
-   * One attempt: unnumbered ({@code sequence} null), with a fresh number, or with {@code fixed} (&gt; 0,
-   * {@link #again}). With a {@code handle} no attempt goes once the result is done.
-   */
-  private void sendBudget(BudgetCall call, List<CountsInDoubt> carried, BudgetKeys k, ClientSequence sequence,
-      NumberedCall handle, long fixed, boolean resent, int refused, CompletableFuture<BudgetReply> result) {
-    String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
-    CompletableFuture<List<Object>> raw;
-    long count = -1; // the store's count of connections as the attempt was composed (-1: not known)
-    if (sequence == null) {
-      raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, "", List.of()), resent);
-    } else {
-      synchronized (sequence) {
-        if (handle != null && handle.reply().isDone()) {
-          return; // the caller gave up (its timeout completed the reply): no attempt after that
-        }
-        long n = fixed > 0 ? fixed : sequence.next();
-        // the floor on this connection (ConnectionFloor): a relay's rule; budget.lua ignores it, and a
-        // client cannot tell a relay from Redis (a relay may stand at Redis's address, as a sidecar)
-        count = fixed == 0 ? store.connectionsOpened() : -1;
-        String mark = fixed > 0 ? "again" : sequence.floor().claim(store, count, n);
-        if (handle != null) {
-          handle.sentWith(n, count < 1 || sequence.floor().heard());
-        }
-        raw = send(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, mark, carried), resent);
-      }
-    }
-    long sentOn = count;
-    raw.whenComplete((list, error) -> {
-      if (error == null) {
-        BudgetReply reply;
-        try {
-          reply = BudgetReply.parse(list);
-        } catch (RuntimeException e) {
-          result.completeExceptionally(e);
-          return;
-        }
-        if (sentOn > 0 && reply.applied()) {
-          synchronized (sequence) {
-            sequence.floor().answered(store, sentOn); // the relay holds this client's entry on that connection
-          }
-        }
-        if (!resent && sequence != null && fixed == 0 && BudgetReply.STALE.equals(reply.status())) {
-          // not applied: a call overtaken on its way (a redirect); its counts go again, once
-          sendBudget(call, carried, k, sequence, handle, 0, true, refused, result);
-        } else {
-          result.complete(reply);
-        }
-        return;
-      }
-      Throwable cause = unwrap(error);
-      if (!resent && cause instanceof RedisNoScriptException) {
-        // not applied: the script cache was empty. Again, with the text (caching it) and a new number
-        // (the same one for a call sent again with its own)
-        sendBudget(call, carried, k, sequence, handle, fixed, true, refused, result);
-      } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
-        // refused before it was written (the node's connection is being re-established, as when a
-        // master turns replica in a failover and drops its clients): again once the reconnect had time
-        CompletableFuture.delayedExecutor(resendDelayMillis(refused), TimeUnit.MILLISECONDS).execute(() -> {
-          if (!result.isDone()) { // not after the caller gave up (its timeout completed the future)
-            sendBudget(call, carried, k, sequence, handle, fixed, resent, refused + 1, result);
-          }
-        });
-      } else {
-        result.completeExceptionally(translate(call.name(), cause));
-      }
-    });
-  }
-
-  /** 50, 100, 200 ms: the wait before the re-send after {@code refused} refusals. */
-  static long resendDelayMillis(int refused) {
-    return RESEND_AFTER_DISCONNECT_MILLIS << refused;
-  }
-
-  /**
-   * A call that was not run: Lettuce's refusal while its connection is down (REJECT_COMMANDS: never
-   * written), or Redis's refusal before running it while a failover moves slots ({@code CLUSTERDOWN},
-   * {@code TRYAGAIN}).
-   */
-  static boolean notSent(Throwable cause) {
-    if (!(cause instanceof RedisException) || cause.getMessage() == null) {
-      return false;
-    }
-    String m = cause.getMessage();
-    return m.startsWith("Currently not connected") || m.startsWith("CLUSTERDOWN") || m.startsWith("TRYAGAIN");
   }
 
   /**
@@ -250,42 +155,8 @@ public final class BudgetScripts {
       return false;
     }
     String m = cause.getMessage();
-    return notSent(cause) || m.startsWith("Request queue size exceeded") || m.startsWith("Command buffer size exceeded")
+    return BudgetCalls.notSent(cause) || m.startsWith("Request queue size exceeded") || m.startsWith("Command buffer size exceeded")
         || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed");
-  }
-
-  private CompletableFuture<List<Object>> send(LuaScript script, String[] keyNames, String[] args, boolean text) {
-    return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
-  }
-
-  /** budget.lua's ARGV; {@code mark} is ARGV[13]: "again", a relay's connection claim, or empty. */
-  private static String[] budgetArgs(BudgetCall call, String clientId, long seq, String mark,
-      List<CountsInDoubt> carried) {
-    BudgetConfig seed = call.seed();
-    String[] args = {
-        clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
-        Long.toString(call.need()), Long.toString(call.want()),
-        seed == null ? "" : Long.toString(seed.ratioPpm()),
-        seed == null ? "" : Integer.toString(seed.windowSeconds()),
-        seed == null ? "" : Integer.toString(seed.minRetriesPerSecond()),
-        seed == null ? "" : seed.mode().wireName(),
-        seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
-        call.retries() == 0 ? "" : Long.toString(call.retries())};
-    if (mark.isEmpty() && carried.isEmpty()) {
-      return args;
-    }
-    String[] marked = java.util.Arrays.copyOf(args, args.length + 1 + 4 * carried.size());
-    // "again": applied only while Redis holds the client's last number; a claim: a relay's (ConnectionFloor)
-    marked[args.length] = mark;
-    int i = args.length + 1;
-    for (CountsInDoubt d : carried) {
-      // each added only if its call never ran (budget.lua's ARGV[14..])
-      marked[i++] = Long.toString(d.seq());
-      marked[i++] = Long.toString(d.requests());
-      marked[i++] = Long.toString(d.denied());
-      marked[i++] = Long.toString(d.retries());
-    }
-    return marked;
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */

@@ -24,11 +24,12 @@ package io.retrybudget.budget.redis.protocol;
  * client on that connection or is answered stale, and the relay adds carried counts only from a later
  * report on the same connection ({@code ReportLedger}).
  *
- * <p>It also tells whether a relay surely judged what a call carried ({@link #heard()}): a relay judges
- * carried counts only from its client's second report on a connection (the first has no entry there to
- * judge by), so a call is surely judged once an earlier call of its run was answered applied before it
- * was sent. A caller keeps carrying counts whose carrier was not surely judged: carried again, they are
- * never added twice.
+ * <p>It also tells whether a relay surely judged what a call carried ({@link #runAnswered()}): a relay
+ * judges carried counts only from its client's second report on a connection (the first has no entry
+ * there to judge by), so a call is surely judged once an earlier call of its run was answered applied
+ * before it was sent, and the count still reads the same once it is sent (else it may be the next
+ * connection's first call: {@link #forget()}). A caller keeps carrying counts whose carrier was not
+ * surely judged: carried again, they are never added twice.
  *
  * <p>One per {@link ClientSequence}, guarded by its lock. A store is compared by identity.
  */
@@ -36,14 +37,14 @@ public final class ConnectionFloor {
   private Object store;
   private long connection = -1;
   private long first;
-  private boolean heard; // a call of the run was answered applied
+  private volatile boolean heard; // a call of the run was answered applied (volatile: read unlocked by answeredOnce)
 
   /**
    * ARGV[13] for call {@code number} about to be sent to {@code store}, whose count reads
    * {@code connection} now (at least 1; less: not known, and the claim is empty). Calls are numbered in
    * the order they are sent.
    */
-  public String claim(Object store, long connection, long number) {
+  public String claim(Object store, long connection, long number) { // connection: the store's count of them
     if (connection < 1) {
       return "";
     }
@@ -61,8 +62,23 @@ public final class ConnectionFloor {
    * relay has its client's entry on that connection, and judges what the claimed call carries (the
    * entry evicted meanwhile, they are dropped: the safe side).
    */
-  public boolean heard() {
+  public boolean runAnswered() {
     return store != null && heard;
+  }
+
+  /**
+   * Whether the current run was answered already, read without the lock: a reply need not take the
+   * lock to tell {@link #answered} then (a stale true only skips telling a run that is over).
+   */
+  public boolean answeredOnce() {
+    return heard;
+  }
+
+  /** A call was sent while a connection opened: pinned to no run; the next call starts one. */
+  public void forget() {
+    store = null;
+    connection = -1;
+    heard = false;
   }
 
   /** A call sent to {@code store} whose count read {@code connection} was answered applied. */

@@ -32,9 +32,12 @@ public final class NumberedCall {
   }
 
   /**
-   * Whether the way surely judged the counts in doubt the last attempt carried, if it was applied: Redis
-   * always; a relay when an earlier call on the same connection had been answered applied before it was
-   * sent ({@link ConnectionFloor#heard()}). A caller keeps carrying counts not surely judged.
+   * Whether the way surely judged the counts in doubt the last attempt carried, if it was applied: when
+   * an earlier call on the same connection had been answered applied before it was sent
+   * ({@link ConnectionFloor#runAnswered()}; a relay judges carried counts only from its client's second
+   * report on a connection, and a client cannot tell a relay from Redis), or when the store cannot count
+   * its connections (as before the floor). Not when a connection opened while it was sent. A caller
+   * keeps carrying counts not surely judged: carried again, they are never added twice.
    */
   public boolean judged() {
     synchronized (sequence) {
