@@ -2,6 +2,7 @@ package io.retrybudget.budget.redis.transport;
 
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.SocketOptions;
@@ -63,9 +64,20 @@ interface StoreConnection extends AutoCloseable {
   @Override
   void close();
 
-  // Budget scripts are never replayed after a reconnect: the caller has long given up on them.
-  Predicate<RedisCommand<?, ?, ?>> NO_SCRIPT_REPLAY =
-      cmd -> cmd.getType() == CommandType.EVALSHA || cmd.getType() == CommandType.EVAL;
+  /**
+   * Budget scripts are never replayed after a reconnect: the caller has long given up on them. Lettuce
+   * asks this of a command it would buffer while disconnected (one sent as the connection dropped,
+   * past its check that the connection was up) and drops it when it matches; a script is refused
+   * then, as one written on a closed channel is ("Currently not connected"), so its caller knows it
+   * never left (BudgetScripts sends it again) instead of waiting out its timeout.
+   */
+  Predicate<RedisCommand<?, ?, ?>> NO_SCRIPT_REPLAY = cmd -> {
+    if (cmd.getType() != CommandType.EVALSHA && cmd.getType() != CommandType.EVAL) {
+      return false;
+    }
+    cmd.completeExceptionally(new RedisException("Currently not connected. Commands are rejected."));
+    return true;
+  };
 
   /**
    * The options both kinds of client share: connect timeout, reconnect on, commands rejected while
