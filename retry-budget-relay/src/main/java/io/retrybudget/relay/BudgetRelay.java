@@ -3,7 +3,6 @@ package io.retrybudget.relay;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetMode;
 import io.retrybudget.budget.internal.PaceArithmetic;
-import io.retrybudget.budget.internal.PacedBalance;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
@@ -65,8 +64,7 @@ public final class BudgetRelay {
   private final UpstreamSchedule schedule;
   private int failures;
   private boolean cutOff;
-  private PacedBalance local;
-  private long localAdd; // first attempts not yet deposited in the local balance
+  private final LocalShare local = new LocalShare(); // the paced share it grants from while cut off
 
   public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
     this.name = name;
@@ -85,24 +83,14 @@ public final class BudgetRelay {
    * and a call ceiling in the client's terms ({@link RelayArithmetic#clientCeiling}).
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, long now) {
-    return client(clientId, seq, call, java.util.List.of(), 0, now);
+    return client(clientId, seq, call, java.util.List.of(), ReportLedger.Arrival.on(0), now);
   }
 
   /**
-   * As {@link #client(String, long, BudgetCall, long)}, the call come on connection {@code session} (an
-   * id unique in this relay) carrying {@code carried}: the counts of the client's calls of unknown fate
-   * here, each added only if that call never reached this relay
-   * ({@link ReportLedger#report(String, long, java.util.List, long, long)}).
-   */
-  public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
-      long session, long now) {
-    return client(clientId, seq, call, carried, ReportLedger.Arrival.on(session), now);
-  }
-
-  /**
-   * As {@link #client(String, long, BudgetCall, java.util.List, long, long)}, the client having told of
-   * its connection ({@link ReportLedger.Arrival}), which lets more of the carried calls be judged
-   * ({@link ReportLedger#report(String, long, java.util.List, ReportLedger.Arrival, long)}).
+   * As {@link #client(String, long, BudgetCall, long)}, the call come as {@code arrival} tells (the
+   * relay's connection, an id unique in this relay, and the client's floor on it) carrying
+   * {@code carried}: the counts of the client's calls of unknown fate here, each added only if that call
+   * never reached this relay ({@link ReportLedger#report(String, long, java.util.List, ReportLedger.Arrival, long)}).
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
       ReportLedger.Arrival arrival, long now) {
@@ -123,7 +111,7 @@ public final class BudgetRelay {
     pendingDenied += call.denied();
     pendingRetries += call.retries();
     own.add(now, call.requests(), call.retries(), call.denied());
-    localAdd += call.requests();
+    local.received(call.requests());
     demand.add(now, call.need(), 0, call.denied());
     if (call.need() == 0) {
       return reply(BudgetReply.COUNTED, 0, now);
@@ -214,7 +202,7 @@ public final class BudgetRelay {
     upstream = reply;
     if (cutOff) {
       cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
-      local = null;
+      local.reset();
     }
     if (BudgetReply.GRANTED.equals(reply.status())) {
       pool.add(reply.granted(), now, settings.permitLifeMillis());
@@ -308,21 +296,8 @@ public final class BudgetRelay {
   /** A grant from the relay's own paced share while cut off; it is reported to Redis as a fallback's grants are. */
   private long takeLocal(long need, long want, long now) {
     long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
-    boolean fresh = local == null;
-    if (fresh) {
-      local = new PacedBalance();
-    }
-    local.update(now, localAdd, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(), floor);
-    localAdd = 0;
-    if (fresh) {
-      local.drain(); // each time the relay is cut off its share starts from nothing
-    }
-    long available = PaceArithmetic.available(local.balance());
-    if (available < need) {
-      return 0;
-    }
-    long granted = Math.min(want, available);
-    local.take(granted);
+    long granted = local.take(need, want, now, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(),
+        floor);
     pendingRetries += granted;
     return granted;
   }
@@ -333,7 +308,7 @@ public final class BudgetRelay {
     long next;
     if (held > 0) {
       next = 0;
-    } else if (cutOff && local != null) {
+    } else if (cutOff && local.active()) {
       next = local.nextMillis();
     } else {
       next = Math.max(1, schedule.nextAt() - now + 1);

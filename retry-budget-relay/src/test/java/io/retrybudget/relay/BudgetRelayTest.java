@@ -56,22 +56,23 @@ class BudgetRelayTest {
 
   @Test
   void countsInDoubtAreAddedOnlyWhenTheirCallNeverReachedThisRelay() {
-    relay.client("a", 1, count(1), List.of(), 1, 0); // on connection 1
+    relay.client("a", 1, count(1), List.of(), ReportLedger.Arrival.on(1), 0); // on connection 1
     // report 2 never arrived (its connection reset on the way); report 3 carries its counts
-    assertEquals(BudgetReply.COUNTED, relay.client("a", 3, count(2), List.of(new CountsInDoubt(2, 5, 1, 0)), 1, 1).status());
+    assertEquals(BudgetReply.COUNTED, relay.client("a", 3, count(2), List.of(new CountsInDoubt(2, 5, 1, 0)),
+        ReportLedger.Arrival.on(1), 1).status());
     assertEquals(8, relay.pendingRequests(), "1 + 2 + the 5 carried");
     assertEquals(BudgetReply.STALE, relay.client("a", 2, count(5), 2).status(), "report 2 arriving late is stale");
-    relay.client("a", 4, count(0), List.of(new CountsInDoubt(2, 5, 1, 0)), 1, 3);
+    relay.client("a", 4, count(0), List.of(new CountsInDoubt(2, 5, 1, 0)), ReportLedger.Arrival.on(1), 3);
     assertEquals(8, relay.pendingRequests(), "carried again: added once");
     // report 5 arrived (its reply was lost): carried by 6, it is not added again
-    relay.client("a", 5, count(4), List.of(), 1, 4);
-    relay.client("a", 6, count(0), List.of(new CountsInDoubt(5, 4, 0, 0)), 1, 5);
+    relay.client("a", 5, count(4), List.of(), ReportLedger.Arrival.on(1), 4);
+    relay.client("a", 6, count(0), List.of(new CountsInDoubt(5, 4, 0, 0)), ReportLedger.Arrival.on(1), 5);
     assertEquals(12, relay.pendingRequests());
     // a client this relay holds no entry for (new to it, evicted, or the relay restarted): dropped
-    relay.client("b", 9, count(1), List.of(new CountsInDoubt(8, 7, 0, 0)), 1, 6);
+    relay.client("b", 9, count(1), List.of(new CountsInDoubt(8, 7, 0, 0)), ReportLedger.Arrival.on(1), 6);
     assertEquals(13, relay.pendingRequests(), "without an entry nobody knows whether report 8 ran here");
     // a reconnect: report 10 may have gone to another relay process behind the same address
-    relay.client("a", 11, count(1), List.of(new CountsInDoubt(10, 7, 0, 0)), 2, 7);
+    relay.client("a", 11, count(1), List.of(new CountsInDoubt(10, 7, 0, 0)), ReportLedger.Arrival.on(2), 7);
     assertEquals(14, relay.pendingRequests(), "carried on another connection than the client's last report: dropped");
   }
 

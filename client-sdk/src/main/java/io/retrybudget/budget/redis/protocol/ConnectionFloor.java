@@ -37,22 +37,22 @@ public final class ConnectionFloor {
   private Object store;
   private long connection = -1;
   private long first;
-  private volatile boolean heard; // a call of the run was answered applied (volatile: read unlocked by answeredOnce)
+  private volatile boolean answered; // a call of the run was answered applied (volatile: read unlocked by answeredOnce)
 
   /**
-   * ARGV[13] for call {@code number} about to be sent to {@code store}, whose count reads
-   * {@code connection} now (at least 1; less: not known, and the claim is empty). Calls are numbered in
-   * the order they are sent.
+   * ARGV[13] for call {@code number} about to be sent to {@code store}, whose count of connections
+   * opened reads {@code opened} now (at least 1; less: not known, and the claim is empty). Calls are
+   * numbered in the order they are sent.
    */
-  public String claim(Object store, long connection, long number) { // connection: the store's count of them
-    if (connection < 1) {
+  public String claim(Object store, long opened, long number) {
+    if (opened < 1) {
       return "";
     }
-    if (store != this.store || connection != this.connection) {
+    if (store != this.store || opened != this.connection) {
       this.store = store; // a run of calls on one connection starts
-      this.connection = connection;
+      this.connection = opened;
       this.first = number;
-      this.heard = false;
+      this.answered = false;
     }
     return "first=" + Math.min(first, number);
   }
@@ -63,7 +63,7 @@ public final class ConnectionFloor {
    * entry evicted meanwhile, they are dropped: the safe side).
    */
   public boolean runAnswered() {
-    return store != null && heard;
+    return store != null && answered;
   }
 
   /**
@@ -71,20 +71,20 @@ public final class ConnectionFloor {
    * lock to tell {@link #answered} then (a stale true only skips telling a run that is over).
    */
   public boolean answeredOnce() {
-    return heard;
+    return answered;
   }
 
   /** A call was sent while a connection opened: pinned to no run; the next call starts one. */
   public void forget() {
     store = null;
     connection = -1;
-    heard = false;
+    answered = false;
   }
 
   /** A call sent to {@code store} whose count read {@code connection} was answered applied. */
   public void answered(Object store, long connection) {
     if (store == this.store && connection == this.connection) {
-      heard = true;
+      answered = true;
     }
   }
 }
