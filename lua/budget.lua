@@ -132,6 +132,8 @@ end
 -- relay, should it apply the batch later, takes a credit of them off its call ("Held counts" below;
 -- lua/README.md). At most MAX_HELD.
 local MAX_HELD = 256
+-- an item's batch is at most this far beyond its relay's applied `through`
+local MAX_AHEAD = 1000
 local held = {}
 if held_at <= #ARGV then
   if #ARGV - held_at + 1 > MAX_HELD then return redis.error_reply('ERR invalid held') end
@@ -394,7 +396,9 @@ if client_id ~= '' then
   if own then last_seq, counted = own.last, own.epoch end
   -- (an entry a held item made, last number 0, was never counted in the fleet)
   if last_seq == 0 then counted = nil end
-  if seq <= last_seq or (again and not own) then
+  -- `again` needs the entry its first copy would have written: one a held item made (last number 0)
+  -- is not that (the entry may have been evicted after the first copy ran), so the copy is stale
+  if seq <= last_seq or (again and last_seq == 0) then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
     local refill_now = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_ms), ratio_ppm, min_rps)
@@ -466,7 +470,10 @@ for i = 1, #held do
       relays[relay] = e
     end
     local was = carried[record]
-    if (was[1] < k or (was[1] == k and was[3] < h[7])) and e.through < k then
+    -- (an item of no count, or of a batch far beyond what the relay applied, is no relay's: a batch
+    -- lies at most a few calls ahead of the last applied one; such items would only fill its credits)
+    local counts = h[4] > 0 or h[5] > 0 or h[6] > 0
+    if counts and k <= e.through + MAX_AHEAD and (was[1] < k or (was[1] == k and was[3] < h[7])) and e.through < k then
       local c, pos = nil, #e.credits + 1
       for j = 1, #e.credits do
         if e.credits[j][1] == k then c = e.credits[j] break end

@@ -31,6 +31,15 @@ final class DirectPort implements FleetRegistry.Port {
     this.way = way;
   }
 
+  /** What {@code held} offers this way; nothing, should it fail (a call is never lost to it). */
+  private static RelayHeld.Offer offer(java.util.function.IntFunction<RelayHeld.Offer> held, int way) {
+    try {
+      return held.apply(way);
+    } catch (RuntimeException e) {
+      return RelayHeld.Offer.NONE;
+    }
+  }
+
   BudgetScripts scripts() {
     return scripts;
   }
@@ -59,7 +68,7 @@ final class DirectPort implements FleetRegistry.Port {
       java.util.function.IntFunction<RelayHeld.Offer> held) {
     List<CountsInDoubt> carried = offered != null && offered.way() == way ? offered.counts() : List.of();
     try {
-      RelayHeld.Offer items = held.apply(way);
+      RelayHeld.Offer items = offer(held, way);
       NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried,
           CallExtras.holding(items.items()));
       return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty(), n::judged, items, n::tag,

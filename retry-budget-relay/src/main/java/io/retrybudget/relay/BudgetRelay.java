@@ -118,7 +118,7 @@ public final class BudgetRelay {
    */
   public Answer answer(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
       java.util.List<HeldCounts> held, ReportLedger.Arrival arrival, long now) {
-    long batch = batches.current();
+    long batch = batches.current(now);
     ReportLedger.Judged judged = ledger.report(clientId, seq, carried, arrival, now);
     if (judged.verdict() == ReportLedger.Verdict.STALE) {
       return new Answer(reply(BudgetReply.STALE, 0, now), batch, batches.settled(), false);
@@ -183,6 +183,14 @@ public final class BudgetRelay {
       lostRequests += expired.requests(); // held too long: Redis may forget the number it went with
       batches.lost();
     }
+    if (batches.expired(now)) {
+      // nothing applied for 2 minutes (cut off): Redis may forget the credits its clients' carried items
+      // left, so these counts, sent later, could count twice; given up instead
+      lostRequests += pendingRequests;
+      pendingRequests = 0;
+      pendingDenied = 0;
+      pendingRetries = 0;
+    }
     if (cutOff) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
       // going with calls that are likely lost
@@ -229,7 +237,7 @@ public final class BudgetRelay {
       scheduleNext(now);
       return;
     }
-    batches.applied();
+    batches.applied(now);
     long windowMillis = reply.windowSeconds() * 1000L;
     if (applied.windowMillis() != windowMillis) {
       applied = new SlidingWindowCounts(windowMillis);

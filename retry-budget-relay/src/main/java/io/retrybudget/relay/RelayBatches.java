@@ -19,19 +19,45 @@ import java.util.List;
  *       held items, which budget.lua adds only if the relay never applied that batch.
  *   <li>Held items that clients carry here (their counts of a relay they left) are forwarded with the
  *       next call, all of them ({@link #take}: at most {@link CallExtras#MAX_HELD} in flight and waiting
- *       together, so the call that closes their batch takes them all); a call not applied gives them back.
+ *       together, so the call that closes their batch takes them all); a call not applied, or given up
+ *       in doubt, gives them back (budget.lua adds an item once, however often it comes).
+ *   <li>What Redis has not applied for {@link #GIVE_UP_MILLIS} is given up ({@link #expired}): Redis
+ *       keeps the entry that holds a relay's credits only two fleet epochs (4 minutes at least) after
+ *       the relay's last applied call, so a batch sent later could be added on top of items its clients
+ *       carried meanwhile.
  * </ul>
  */
 final class RelayBatches {
+  /** Counts and items Redis has not applied for this long are given up (lost: the safe side). */
+  static final long GIVE_UP_MILLIS = 120_000;
+
   private long batch = 1;
   private long settled;
+  private long settledAt = Long.MIN_VALUE; // when Redis last applied a call, or the clock began (first report)
   private final List<HeldCounts> waiting = new ArrayList<>();
   private CallExtras inFlight = CallExtras.NONE; // what the call in flight (or in doubt) said
   private long droppedItems;
 
-  /** The batch a report taken now goes into. */
-  long current() {
+  /** The batch a report taken at {@code now} goes into. */
+  long current(long now) {
+    if (settledAt == Long.MIN_VALUE) {
+      settledAt = now;
+    }
     return batch;
+  }
+
+  /**
+   * Whether nothing was applied for {@link #GIVE_UP_MILLIS} at {@code now}: then what is pending (the
+   * relay's counts, the items waiting) is given up, and the clock starts again.
+   */
+  boolean expired(long now) {
+    if (settledAt == Long.MIN_VALUE || now - settledAt < GIVE_UP_MILLIS) {
+      return false;
+    }
+    droppedItems += waiting.size();
+    waiting.clear();
+    settledAt = now;
+    return true;
   }
 
   /** Every batch at or below this is in a call Redis applied. */
@@ -81,9 +107,10 @@ final class RelayBatches {
     return inFlight;
   }
 
-  /** Redis applied the call in flight: its batch and those before are settled. */
-  void applied() {
+  /** Redis applied the call in flight at {@code now}: its batch and those before are settled. */
+  void applied(long now) {
     settled = Math.max(settled, inFlight.through());
+    settledAt = now;
     inFlight = CallExtras.NONE;
   }
 
@@ -96,10 +123,12 @@ final class RelayBatches {
     inFlight = CallExtras.NONE;
   }
 
-  /** The call in flight is given up (it may have been applied): its items are lost, the safe side. */
+  /**
+   * The call in flight is given up (it may have been applied): its counts are lost, the safe side; its
+   * items wait again (budget.lua adds each once, so a second copy is harmless).
+   */
   void lost() {
-    droppedItems += inFlight.held().size();
-    inFlight = CallExtras.NONE;
+    givenBack();
   }
 
   /** Held items given up with calls given up. */

@@ -143,4 +143,42 @@ class RelayBatchesTest {
     assertEquals(0, up.requests());
     assertEquals(List.of(item(3)), relay.upstreamExtras().held());
   }
+
+  @Test
+  void itemsOfACallGivenUpInDoubtWaitAgainForTheNext() {
+    report(1, List.of(item(7)), 0);
+    BudgetCall up = due(0);
+    relay.upstreamInDoubt(up, 10);
+    BudgetCall again = due(10 + CallInDoubt.LIMIT_MILLIS + 1); // held a minute: given up, a fresh call goes
+    assertFalse(relay.resending());
+    assertEquals(List.of(item(7)), relay.upstreamExtras().held(), "budget.lua adds an item once: sent again");
+    assertEquals(0, again.requests(), "the counts of the call given up are lost");
+  }
+
+  @Test
+  void whatRedisDidNotApplyForTwoMinutesIsGivenUpLestItCountTwice() {
+    report(4, List.of(), 0);
+    relay.upstreamReplied(due(0), applied(), 1);
+    for (int i = 0; i < RelaySettings.defaults().failuresToCutOff(); i++) {
+      report(3, List.of(), 10 + i);
+      relay.upstreamRefused(due(10 + i), 10 + i);
+    }
+    assertTrue(relay.cutOff());
+    assertTrue(report(2, List.of(item(9)), 500).took());
+    assertEquals(8, relay.pendingRequests(), "kept while cut off");
+    long t = 1;
+    while (t < 1 + RelayBatches.GIVE_UP_MILLIS) {
+      t = Math.max(t + 1, relay.nextUpstreamAt());
+      BudgetCall probe = due(t);
+      relay.upstreamRefused(probe, t);
+    }
+    assertEquals(0, relay.pendingRequests(), "two minutes unapplied: given up (Redis may forget the credits by 4)");
+    assertEquals(8, relay.lostRequests());
+    assertEquals(1, relay.droppedHeldItems());
+    report(1, List.of(), t + 1);
+    BudgetCall healed = due(t + 1);
+    relay.upstreamReplied(healed, applied(), t + 2); // the probe answered: Redis decides again
+    BudgetCall next = due(t + 3);
+    assertEquals(1, next.requests(), "what came after is sent");
+  }
 }

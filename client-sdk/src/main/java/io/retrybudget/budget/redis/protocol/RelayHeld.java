@@ -72,10 +72,11 @@ public final class RelayHeld {
   private final String client;
   private final List<Entry> entries = new ArrayList<>(); // oldest first
   private final Map<Integer, Known> relayAt = new HashMap<>(); // way -> what the relay that last answered on it told
-  // relay -> {its batch, the part} of the last entry made for it: a batch's next part is numbered after
-  private final Map<String, long[]> parts = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+  // (relay, batch) -> the last part made of it: its next part is numbered after (budget.lua adds a
+  // relay's items of this client in (batch, part) order only)
+  private final Map<String, Long> parts = new java.util.LinkedHashMap<>(16, 0.75f, true) {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<String, long[]> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
       return size() > 4 * MAX;
     }
   };
@@ -154,11 +155,7 @@ public final class RelayHeld {
     if (requests == 0 && denied == 0 && retries == 0) {
       return;
     }
-    long[] last = parts.get(origin.relay());
-    long part = last != null && last[0] == origin.batch() ? last[1] + 1 : 1;
-    if (last == null || last[0] <= origin.batch()) {
-      parts.put(origin.relay(), new long[] {origin.batch(), part});
-    }
+    long part = nextPart(origin.relay(), origin.batch());
     entries.add(new Entry(origin.relay(), origin.batch(), part, requests, denied, retries, null, 0, now, true));
     bound();
   }
@@ -172,12 +169,14 @@ public final class RelayHeld {
         return;
       }
     }
-    long[] last = parts.get(tag.relay());
-    long part = last != null && last[0] == tag.batch() ? last[1] + 1 : 1;
-    parts.put(tag.relay(), new long[] {tag.batch(), part});
+    long part = nextPart(tag.relay(), tag.batch());
     entries.add(new Entry(tag.relay(), tag.batch(), part, call.requests(), call.denied(), call.retries(), null, 0, now,
         false));
     bound();
+  }
+
+  private long nextPart(String relay, long batch) {
+    return parts.merge(relay + ',' + batch, 1L, (was, one) -> was + 1);
   }
 
   private void bound() {

@@ -14,7 +14,8 @@ package io.retrybudget.budget.redis.protocol;
  */
 public record RelayTag(String relay, long batch, long settled, boolean took) {
   public RelayTag {
-    if (!HeldCounts.validId(relay) || batch < 1 || settled < 0) {
+    if (!HeldCounts.validId(relay) || batch < 1 || settled < 0 || batch > HeldCounts.MAX_NUMBER
+        || settled > HeldCounts.MAX_NUMBER) {
       throw new IllegalArgumentException("bad relay tag: relay=" + relay + ", batch=" + batch + ", settled=" + settled);
     }
   }

@@ -91,4 +91,21 @@ class RelayHeldTest {
     assertEquals("through=2", CallExtras.through(2, List.of()).options(""));
     assertEquals("again,through=2", CallExtras.through(2, List.of()).options("again"));
   }
+
+  @Test
+  void aCallAdoptedForAnEarlierBatchIsThatBatchsNextPart() {
+    held.applied(A, new RelayTag("relay-a", 1, 0, true), 3, List.of(), counts(3), 0);
+    held.applied(A, new RelayTag("relay-a", 2, 0, true), 3, List.of(), counts(4), 10);
+    held.adopt(new RelayHeld.Known("relay-a", 1, 3), 6, 0, 0, 20); // a call sent after batch 1's tag
+    assertEquals(List.of(new HeldCounts("relay-a", 1, "c1", 3, 1, 0), new HeldCounts("relay-a", 1, "c1", 6, 0, 0, 2),
+        new HeldCounts("relay-a", 2, "c1", 4, 1, 0)), held.offer(B, 30).items(),
+        "numbered per batch, carried in batch and part order");
+  }
+
+  @Test
+  void aTagBeyondWhatAnItemCanSayIsRefused() {
+    assertThrows(IllegalArgumentException.class, () -> RelayTag.parse("relay-a,9007199254740993,0,1"));
+    assertThrows(IllegalArgumentException.class, () -> RelayTag.parse("relay-a,1,9007199254740993,1"));
+    assertEquals(HeldCounts.MAX_NUMBER, RelayTag.parse("relay-a,9007199254740992,0,1").batch());
+  }
 }
