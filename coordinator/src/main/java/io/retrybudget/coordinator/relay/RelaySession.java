@@ -23,15 +23,7 @@ public final class RelaySession {
   public interface Budgets {
     /** budget.lua's answer to {@code call}; throws an unchecked exception whose message the client gets. */
     BudgetReply call(RelayCall call);
-
-    /** As {@link #call}, with the relay's tag when the call asked for one ({@link RelayCall#hold()}). */
-    default Answered answer(RelayCall call) {
-      return new Answered(call(call), null);
-    }
   }
-
-  /** A reply, and the relay's tag ({@code RelayTag}'s wire form) written after it, or null. */
-  public record Answered(BudgetReply reply, String tag) {}
 
   static final String BUDGET_SHA = LuaScript.BUDGET.sha1();
   private static final byte[] BUDGET_BODY = LuaScript.BUDGET.body().getBytes(StandardCharsets.UTF_8);
@@ -128,14 +120,14 @@ public final class RelaySession {
       out.error("ERR bad budget.lua call: " + e.getMessage());
       return;
     }
-    Answered answered;
+    BudgetReply reply;
     try {
-      answered = budgets.answer(call);
+      reply = budgets.call(call);
     } catch (RuntimeException e) {
       out.error("ERR relay: " + e.getMessage());
       return;
     }
-    RelayCall.write(answered.reply(), answered.tag(), out);
+    RelayCall.write(reply, out);
   }
 
   private void script(List<byte[]> command) {

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
-import io.retrybudget.budget.redis.protocol.CallExtras;
 import io.retrybudget.relay.RelaySettings;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -28,15 +27,15 @@ class RelayBudgetsTest {
   private final RelayBudgets budgets = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
       new RelayBudgets.Upstream() {
         @Override
-        public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
+        public RelayBudgets.Sent send(BudgetCall call) {
           return record(call, ++lastNumber);
         }
 
         @Override
-        public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
+        public RelayBudgets.Sent again(BudgetCall call, long number) {
           return record(call, number);
         }
-      }, loop::add, "relay-test");
+      }, loop::add);
 
   private RelayBudgets.Sent record(BudgetCall call, long number) {
     calls.add(call);
@@ -114,18 +113,18 @@ class RelayBudgetsTest {
     RelayBudgets host = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
         new RelayBudgets.Upstream() {
           @Override
-          public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
+          public RelayBudgets.Sent send(BudgetCall call) {
             CompletableFuture<BudgetReply> f = new CompletableFuture<>();
             sent.add(f);
             return new RelayBudgets.Sent(f, last::get);
           }
 
           @Override
-          public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
+          public RelayBudgets.Sent again(BudgetCall call, long number) {
             again.add(number);
             return new RelayBudgets.Sent(new CompletableFuture<>(), () -> number);
           }
-        }, loop::add, "relay-test");
+        }, loop::add);
     host.call(call("a", "c1", 1, 7, 0));
     last.set(42); // an empty script cache: sent again with a fresh number, then it timed out
     sent.get(0).completeExceptionally(new java.util.concurrent.TimeoutException());
@@ -173,15 +172,15 @@ class RelayBudgetsTest {
     RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
         new RelayBudgets.Upstream() {
           @Override
-          public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
+          public RelayBudgets.Sent send(BudgetCall call) {
             throw new IllegalStateException("closed");
           }
 
           @Override
-          public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
+          public RelayBudgets.Sent again(BudgetCall call, long number) {
             throw new IllegalStateException("closed");
           }
-        }, Runnable::run, "relay-test");
+        }, Runnable::run);
     BudgetReply reply = throwing.call(call("a", "c1", 1, 7, 0));
     assertEquals("counted", reply.status());
     assertEquals(1, throwing.upstreamFailures());

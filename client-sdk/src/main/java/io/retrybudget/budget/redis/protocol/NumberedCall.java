@@ -14,8 +14,6 @@ public final class NumberedCall {
   private final ClientSequence sequence;
   private long number; // guarded by sequence's lock
   private boolean judged = true; // guarded by sequence's lock
-  private volatile RelayTag tag; // set before the reply completes
-  private long connection = -1; // guarded by sequence's lock
 
   NumberedCall(ClientSequence sequence) {
     this.sequence = sequence;
@@ -48,35 +46,11 @@ public final class NumberedCall {
   }
 
   /**
-   * The relay's tag for the counts this call's applied reply took ({@link CallExtras#hold}), or null: a
-   * reply from Redis, or a call not applied. Read once the reply is done.
-   */
-  public RelayTag tag() {
-    return tag;
-  }
-
-  void tagged(RelayTag tag) {
-    this.tag = tag;
-  }
-
-  /**
    * Under the sequence's lock, with the reply not done: an attempt goes with {@code n}, the way
    * {@code judged} surely judging what it carries.
    */
-  void sentWith(long n, boolean judged, long connection) {
+  void sentWith(long n, boolean judged) {
     number = n;
     this.judged = judged;
-    this.connection = connection;
-  }
-
-  /**
-   * The store's count of connections opened as the last attempt was sent, if it did not move while it
-   * was sent (the attempt went, if at all, on that connection: {@code RedisBudgetStore#connectionsOpened});
-   * -1 when not known.
-   */
-  public long connection() {
-    synchronized (sequence) {
-      return connection;
-    }
   }
 }
