@@ -73,10 +73,25 @@ if ARGV[12] ~= nil and ARGV[12] ~= '' then
   add_retries = int(12)
   if add_retries == nil then return redis.error_reply('ERR invalid retries') end
 end
--- ARGV[13] (optional): 'again' marks a call of unknown fate sent again with its own number: it is
--- applied only while this client's entry (its last number) is held, so a copy that arrives after the
--- entry was cleaned up (its client silent for two fleet epochs) is never applied a second time
-local again = ARGV[13] == 'again'
+-- ARGV[13] (optional): options, comma-separated; a token this script does not know is ignored (a
+-- newer caller's, or one a relay reads: 'first=<n>', 'hold').
+-- 'again' marks a call of unknown fate sent again with its own number: it is applied only while this
+-- client's entry (its last number) is held, so a copy that arrives after the entry was cleaned up (its
+-- client silent for two fleet epochs) is never applied a second time.
+-- 'through=<k>' (a relay's own call, k >= 1): every batch of its clients' reports numbered up to k is
+-- in this call or in one of its calls applied before ("Held counts" below).
+local again, through = false, nil
+for opt in string.gmatch(ARGV[13] or '', '[^,]+') do
+  if opt == 'again' then
+    again = true
+  elseif opt == 'through' or string.sub(opt, 1, 8) == 'through=' then
+    local k = tonumber(string.match(opt, '^through=(%d+)$'))
+    if through ~= nil or k == nil or k < 1 or k > 9007199254740992 then
+      return redis.error_reply('ERR invalid through')
+    end
+    through = k
+  end
+end
 -- ARGV[14..] (optional): up to 8 groups of 4, the number and counts (first attempts, denied,
 -- retries) of calls of this client's on this way whose fate it does not know (a timeout, a connection
 -- lost with the call in flight), carried by this later call, in increasing number order. Each is added
@@ -84,9 +99,18 @@ local again = ARGV[13] == 'again'
 -- grow on one way, so that call never ran, and should it arrive later it is stale. Without an entry
 -- they stay lost. A group carried again (its first carrier's fate unknown too) is never added twice:
 -- a carrier that ran raised the last number past it.
+-- The groups end at the first element that starts with 'held=': from there on every element is a
+-- held item (below).
+local held_at = #ARGV + 1
+for i = 14, #ARGV do
+  if string.sub(ARGV[i], 1, 5) == 'held=' then
+    held_at = i
+    break
+  end
+end
 local doubts = {}
-if ARGV[14] ~= nil and ARGV[14] ~= '' then
-  local groups = (#ARGV - 13) / 4
+if held_at > 14 and ARGV[14] ~= '' then
+  local groups = (held_at - 14) / 4
   if groups ~= math.floor(groups) or groups > 8 or client_id == '' then
     return redis.error_reply('ERR invalid doubt_seq')
   end
@@ -98,6 +122,30 @@ if ARGV[14] ~= nil and ARGV[14] ~= '' then
     if d_req == nil or d_den == nil or d_ret == nil then return redis.error_reply('ERR invalid doubt counts') end
     doubts[#doubts + 1] = { d_seq, d_req, d_den, d_ret }
     below = d_seq
+  end
+end
+-- Held items, 'held=<relay>,<k>,<client>,<q>,<d>,<r>[,<p>]': the counts (first attempts, denied,
+-- retries) that client reported into batch k of a relay that may have died before its call with that
+-- batch was applied, carried by this call (the client's own, or another relay's); p (default 1) numbers
+-- the parts of one batch a client carries at different times (it reported into the batch again after
+-- carrying a part). Each is added only if that relay's calls never applied batch k, and once; the
+-- relay, should it apply the batch later, takes a credit of them off its call ("Held counts" below;
+-- lua/README.md). At most MAX_HELD.
+local MAX_HELD = 256
+-- an item's batch is at most this far beyond its relay's applied `through`
+local MAX_AHEAD = 1000
+local held = {}
+if held_at <= #ARGV then
+  if #ARGV - held_at + 1 > MAX_HELD then return redis.error_reply('ERR invalid held') end
+  for i = held_at, #ARGV do
+    local relay, k, client, q, d, r, p = string.match(ARGV[i],
+        '^held=([%w._-]+),(%d+),([%w._-]+),(%d+),(%d+),(%d+),?(%d*)$')
+    if relay == nil then return redis.error_reply('ERR invalid held') end
+    k, q, d, r, p = tonumber(k), tonumber(q), tonumber(d), tonumber(r), (p == '' and 1 or tonumber(p))
+    if #relay > 100 or #client > 100 or k < 1 or p < 1 or math.max(k, q, d, r, p) > 9007199254740992 then
+      return redis.error_reply('ERR invalid held')
+    end
+    held[#held + 1] = { relay, k, client, q, d, r, p }
   end
 end
 -- ARGV[7..10]: the seed; ARGV[7] = '' means "do not seed" (reply `missing` when none is stored)
@@ -263,7 +311,8 @@ if type(listed) == 'table' and listed.err then return broken(idx_key, 'type', 'i
 
 -- De-duplication: a client numbers its calls; a call it already gave up on and that arrives again
 -- (a replay after a reconnect) or late is not applied twice. Its entry: `<last seq>:<fleet epoch it
--- was last counted in>`.
+-- was last counted in>`; a relay's (a caller that sends 'through', or one a held item names) may go on
+-- `:<through>` and credits `:<k>/<q>/<d>/<r>` ("Held counts" below).
 -- Fleet size: the field '' of the same hash (never a client id: '' turns counting off) holds
 -- `<epoch>:<clients counted in it>:<clients counted in the epoch before, and those new in this one>`.
 -- A client is counted once in each epoch it calls in, in the second count too when it was not in the
@@ -274,10 +323,67 @@ if type(listed) == 'table' and listed.err then return broken(idx_key, 'type', 'i
 -- Entries stamped ahead of Redis's clock (written before a failover to a replica whose clock is
 -- behind, or by an older SDK in bucket numbers) are counted again in the current epoch, and the
 -- record's counts are carried into it as the epoch before, so the estimate does not fall either.
+--
+-- Held counts. A relay sums its clients' reports into numbered batches and sends them in its own
+-- calls, each with every count it holds and 'through=<k>', k its current batch; a client keeps what it
+-- reported into batch k until the relay tells it the batch is settled, and if the relay dies first
+-- carries it as a held item (relay, k, client, counts). The relay's entry keeps `through` T, the
+-- highest k its applied calls told. An item is added only while T < k (that batch never applied) and
+-- its (relay, client) record holds no batch k or later (never carried before); it then leaves a
+-- credit of what it added, per k, in the relay's entry, and the relay's call that brings T to k or past
+-- it takes its credits up to T off its own counts. So each batch counts once, whoever brings it.
+local MAX_CREDITS = 64
+local MAX_COUNT = 9007199254740992
+-- a client entry `<last>:<epoch>[:<through>[:<k>/<q>/<d>/<r>]...]` (credits in increasing k), or nil
+-- when the value is not of this form (read as no entry)
+local function entry_read(v)
+  if not v then return nil end
+  local last, ep, rest = string.match(v, '^(%d+):(%d+)(.*)$')
+  if last == nil then return nil end
+  local e = { last = tonumber(last), epoch = tonumber(ep), through = 0, credits = {} }
+  if rest == '' then return e end
+  local t, pos = string.match(rest, '^:(%d+)()')
+  e.through = tonumber(t)
+  if e.through == nil or e.through > MAX_COUNT then return nil end
+  local below = 0
+  while pos <= #rest do
+    local k, q, d, r, nxt = string.match(rest, '^:(%d+)/(%d+)/(%d+)/(%d+)()', pos)
+    k, q, d, r = tonumber(k), tonumber(q), tonumber(d), tonumber(r)
+    if k == nil or k <= below or math.max(k, q, d, r) > MAX_COUNT then return nil end
+    e.credits[#e.credits + 1] = { k, q, d, r }
+    below, pos = k, nxt
+  end
+  return e
+end
+-- the short form whenever there is no through and no credit: a client's entry as it always was
+local function entry_text(last, ep, t, credits)
+  if t == 0 and #credits == 0 then return string.format('%d:%d', last, ep) end
+  local parts = { string.format('%d:%d:%d', last, ep, t) }
+  for i = 1, #credits do
+    local c = credits[i]
+    parts[#parts + 1] = string.format('%d/%d/%d/%d', c[1], c[2], c[3], c[4])
+  end
+  return table.concat(parts, ':')
+end
+
 local epoch = math.floor(now_ms / FLEET_MS)
-local fleet_fields = { '' }
-if client_id ~= '' then fleet_fields[2] = client_id end
-local cli = redis.pcall('HMGET', cli_key, unpack(fleet_fields))
+-- one HMGET: the fleet record, the caller's entry, and each entry and record a held item reads
+local fields = { '' }
+local at = { [''] = 1 }
+local function want_field(f)
+  if at[f] == nil then
+    fields[#fields + 1] = f
+    at[f] = #fields
+  end
+end
+if client_id ~= '' then want_field(client_id) end
+for i = 1, #held do
+  if held[i][1] ~= client_id then
+    want_field(held[i][1])
+    want_field(held[i][1] .. '|' .. held[i][3])
+  end
+end
+local cli = redis.pcall('HMGET', cli_key, unpack(fields))
 if cli.err then return broken(cli_key, 'type', 'is not a hash') end
 local fleet_now, fleet_before, fleet_kept = fleet_read(cli[1], epoch)
 local fleet_changed = not fleet_kept
@@ -285,10 +391,14 @@ local count_client = false
 local client_entry = nil
 if client_id ~= '' then
   local last_seq, counted = 0, nil
-  local s, c = string.match(cli[2] or '', '^(%d+):(%d+)$')
   -- (an entry that is not of this form is read as a new client's)
-  if s then last_seq, counted = tonumber(s), tonumber(c) end
-  if seq <= last_seq or (again and not s) then
+  local own = entry_read(cli[at[client_id]])
+  if own then last_seq, counted = own.last, own.epoch end
+  -- (an entry a held item made, last number 0, was never counted in the fleet)
+  if last_seq == 0 then counted = nil end
+  -- `again` needs the entry its first copy would have written: one a held item made (last number 0)
+  -- is not that (the entry may have been evicted after the first copy ran), so the copy is stale
+  if seq <= last_seq or (again and last_seq == 0) then
     local allowance_now = math.floor(requests / 1000000) * ratio_ppm
         + math.floor((requests % 1000000) * ratio_ppm / 1000000) + min_rps * window_s
     local refill_now = pace_rate(requests, pace_span(oldest, cur, now_ms, bucket_ms, window_ms), ratio_ppm, min_rps)
@@ -305,31 +415,122 @@ if client_id ~= '' then
     if fleet_new(counted, epoch) then fleet_before = trust_add(fleet_before, 1, bucket_cap) end
     fleet_changed = true
   end
-  client_entry = string.format('%d:%d', seq, epoch)
   for i = 1, #doubts do
     local d = doubts[i]
-    if s and last_seq < d[1] then
+    if own and last_seq < d[1] then
       -- (what one call reports is capped: the carried counts and this call's together)
       add_requests = math.min(add_requests + math.min(d[2], call_cap), call_cap)
       add_denied = math.min(add_denied + math.min(d[3], call_cap), call_cap)
       add_retries = math.min(add_retries + math.min(d[4], call_cap), call_cap)
     end
   end
+  -- a relay's own call: its batches up to `through` are counted now (by this call or one before), so
+  -- the credits of those batches, counts its clients' held items added already, come off this call's
+  local own_through, credits = 0, {}
+  if own then own_through, credits = own.through, own.credits end
+  if through then
+    if through > own_through then own_through = through end
+    local kept = {}
+    for i = 1, #credits do
+      local c = credits[i]
+      if c[1] <= own_through then
+        -- what this call cannot pay stays credited, for its next calls: a batch holds the counts of its
+        -- credit, so only a credit made from a lower bound of the batch (a client's call of unknown fate)
+        -- can outrun one call's counts; its counts come later, and taking them off then is exact
+        local q, d, r = math.min(add_requests, c[2]), math.min(add_denied, c[3]), math.min(add_retries, c[4])
+        add_requests, add_denied, add_retries = add_requests - q, add_denied - d, add_retries - r
+        if q < c[2] or d < c[3] or r < c[4] then kept[#kept + 1] = { c[1], c[2] - q, c[3] - d, c[4] - r } end
+      else
+        kept[#kept + 1] = c
+      end
+    end
+    credits = kept
+  end
+  client_entry = entry_text(seq, epoch, own_through, credits)
+end
+-- Held items, in order, once this call is applied (a stale one returned above, applying none): each
+-- added unless it names the caller itself (its own calls bring its batches), was carried before (its
+-- record `<relay>|<client>` = `<k>:<epoch>[:<p>]` holds (k, p) or later), or its relay applied the batch (through
+-- >= k); then credited to the relay's entry (made `0:<epoch>:0` if there is none). A relay with
+-- MAX_CREDITS credits takes no new batch's: that item is dropped, nothing added (losing is the safe side).
+local relays, relay_order = {}, {}
+local carried, carried_order = {}, {}
+for i = 1, #held do
+  local h = held[i]
+  local relay, k = h[1], h[2]
+  if relay ~= client_id then
+    local record = relay .. '|' .. h[3]
+    if carried[record] == nil then
+      local rk, rp = string.match(cli[at[record]] or '', '^(%d+):%d+:?(%d*)$')
+      carried[record] = { tonumber(rk) or 0, false, (rp == nil or rp == '') and 1 or tonumber(rp) }
+    end
+    local e = relays[relay]
+    if e == nil then
+      e = entry_read(cli[at[relay]]) or { last = 0, epoch = epoch, through = 0, credits = {} }
+      relays[relay] = e
+    end
+    local was = carried[record]
+    -- (an item of no count, or of a batch far beyond what the relay applied, is no relay's: a batch
+    -- lies at most a few calls ahead of the last applied one; such items would only fill its credits)
+    local counts = h[4] > 0 or h[5] > 0 or h[6] > 0
+    if counts and k <= e.through + MAX_AHEAD and (was[1] < k or (was[1] == k and was[3] < h[7])) and e.through < k then
+      local c, pos = nil, #e.credits + 1
+      for j = 1, #e.credits do
+        if e.credits[j][1] == k then c = e.credits[j] break end
+        if e.credits[j][1] > k then pos = j break end
+      end
+      if c or #e.credits < MAX_CREDITS then
+        -- (capped, with this call's own counts, at what one call may report; the credit is what was added)
+        local q = math.min(add_requests + math.min(h[4], call_cap), call_cap) - add_requests
+        local d = math.min(add_denied + math.min(h[5], call_cap), call_cap) - add_denied
+        local r = math.min(add_retries + math.min(h[6], call_cap), call_cap) - add_retries
+        add_requests, add_denied, add_retries = add_requests + q, add_denied + d, add_retries + r
+        if c then
+          c[2], c[3], c[4] = math.min(c[2] + q, call_cap), math.min(c[3] + d, call_cap), math.min(c[4] + r, call_cap)
+        else
+          table.insert(e.credits, pos, { k, q, d, r })
+        end
+        if not e.changed then
+          e.changed = true
+          relay_order[#relay_order + 1] = relay
+        end
+        if not carried[record][2] then carried_order[#carried_order + 1] = record end
+        carried[record] = { k, true, h[7] }
+      end
+    end
+  end
 end
 active = math.max(fleet_now, fleet_before)
-if client_entry and fleet_changed then
-  redis.call('HSET', cli_key, client_id, client_entry, '', string.format('%d:%d:%d', epoch, fleet_now, fleet_before))
-elseif client_entry then
-  redis.call('HSET', cli_key, client_id, client_entry)
+local writes = {}
+if client_entry then
+  writes[1], writes[2] = client_id, client_entry
+  if fleet_changed then
+    writes[3], writes[4] = '', string.format('%d:%d:%d', epoch, fleet_now, fleet_before)
+  end
 end
+for i = 1, #relay_order do
+  local e = relays[relay_order[i]]
+  writes[#writes + 1] = relay_order[i]
+  writes[#writes + 1] = entry_text(e.last, e.epoch, e.through, e.credits)
+end
+for i = 1, #carried_order do
+  writes[#writes + 1] = carried_order[i]
+  local c = carried[carried_order[i]]
+  writes[#writes + 1] = c[3] > 1 and string.format('%d:%d:%d', c[1], epoch, c[3]) or string.format('%d:%d', c[1], epoch)
+end
+if #writes > 0 then redis.call('HSET', cli_key, unpack(writes)) end
 if count_client then
   -- bounded clean-up of clients gone quiet for two epochs, a couple each time a client is counted
+  -- (a relay's long entry and an item's record alike)
   local sample = redis.call('HRANDFIELD', cli_key, 2, 'WITHVALUES')
   for i = 1, #sample, 2 do
-    local seen = tonumber(string.match(sample[i + 1], '^%d+:(%d+)$'))
+    local seen = tonumber(string.match(sample[i + 1], '^%d+:(%d+)$') or string.match(sample[i + 1], '^%d+:(%d+):'))
     if sample[i] ~= '' and seen ~= nil and seen < epoch - 2 then redis.call('HDEL', cli_key, sample[i]) end
   end
-  -- once per epoch per client is enough to keep the table alive for three epochs
+end
+if count_client or #relay_order > 0 then
+  -- once per epoch per client is enough to keep the table alive for three epochs (and items may write
+  -- it for a caller that is counted nowhere)
   redis.call('PEXPIRE', cli_key, math.max(window_s * 1000 * CLIENT_TTL_WINDOWS, 3 * FLEET_MS))
 end
 

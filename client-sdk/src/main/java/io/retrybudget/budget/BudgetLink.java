@@ -4,6 +4,7 @@ import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.RelayHeld;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
@@ -34,7 +35,8 @@ final class BudgetLink {
   private final ConfigInForce configInForce;
   private final AtomicBoolean heard = new AtomicBoolean(); // Redis has applied a call of this budget
   private final AtomicLong callsSent = new AtomicLong();
-  private final HeldDoubts doubts = new HeldDoubts(); // calls of unknown fate: their counts go with the next calls on their way
+  private final HeldDoubts doubts; // calls of unknown fate: their counts go with the next calls on their way
+  private final RelayHeld relayHeld; // counts relays took and Redis may not have yet
   private volatile Learned learned;
   private volatile long remaining = -1; // the paced balance's whole permits in the last applied reply; -1: none yet
 
@@ -47,6 +49,16 @@ final class BudgetLink {
     this.sequence = new ClientSequence(Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE));
     this.configInForce = new ConfigInForce(seed);
     this.learned = Learned.seed(seed);
+    this.relayHeld = new RelayHeld(sequence.clientId());
+    // a call of unknown fate given up on its way that went, if at all, into a relay's batch is kept as
+    // that relay's counts (carried as held items): it is not lost when that relay is gone
+    this.doubts = new HeldDoubts((held, at) -> {
+      if (held.origin() == null) {
+        return false;
+      }
+      relayHeld.adopt(held.origin(), held.counts().requests(), held.counts().denied(), held.counts().retries(), at);
+      return true;
+    });
   }
 
   /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
@@ -63,7 +75,7 @@ final class BudgetLink {
     CallsInDoubt carried = doubts.offer(now);
     FleetRegistry.Sent on;
     try {
-      on = port.send(c, sequence, carried);
+      on = port.send(c, sequence, carried, way -> relayHeld.offer(way, now));
     } catch (RuntimeException e) {
       on = new FleetRegistry.Sent(CompletableFuture.failedFuture(e), 0, () -> FleetRegistry.Sent.UNKNOWN, false);
     }
@@ -73,6 +85,14 @@ final class BudgetLink {
       if (error == null) {
         if (reply.applied() && how.carried() && how.judged().getAsBoolean()) {
           doubts.answered(carried); // each added, or dropped as run already: done either way
+        }
+        if (reply.applied()) {
+          // a relay's counts are kept until it settles their batch; Redis's reply judged the held items
+          String gone = relayHeld.applied(how.way(), how.tag().get(), how.connection().getAsLong(),
+              how.held().items(), c, now);
+          if (gone != null) {
+            doubts.relayGone(how.way(), gone, now); // its way answers as another relay: its calls in doubt are kept for it
+          }
         }
         // applied but not surely judged (a relay's first report of this client on a connection): they
         // stay, carried by the next calls, never added twice
@@ -93,7 +113,12 @@ final class BudgetLink {
       } else if (number > 0) {
         // run or not, nobody knows: held in doubt, for the next calls on its way (what it carried stays:
         // carried again, it is never added twice)
-        doubts.unknown(how.way(), number, c, now);
+        // what the way's last tag told, if this call went on the same connection: the relay process and
+        // a lower bound of the batch it went into, if it ran there
+        RelayHeld.Known known = how.held().known();
+        long connection = how.connection().getAsLong();
+        doubts.unknown(how.way(), number, c, now,
+            known != null && connection > 0 && known.connection() == connection ? known : null);
       } else {
         doubts.lostWithout(c.requests()); // a port that cannot tell the number: lost
       }
@@ -115,9 +140,12 @@ final class BudgetLink {
     });
   }
 
-  /** Whether counts of a call of unknown fate wait for a call on their way. */
+  /**
+   * Whether counts wait for a call: those of a call of unknown fate, for a call on their way, or those a
+   * relay took and has not said Redis applied (a call learns it, or carries them elsewhere).
+   */
   boolean holdsDoubt() {
-    return doubts.any();
+    return doubts.any() || relayHeld.any();
   }
 
   /**
@@ -125,7 +153,12 @@ final class BudgetLink {
    * a call answered with an error); an upper bound: a copy carried by a call still in flight may yet be added.
    */
   long lostInDoubt() {
-    return doubts.lostRequests();
+    return doubts.lostRequests() + relayHeld.lostRequests();
+  }
+
+  /** Whether counts a relay took are kept until Redis has them ({@link RelayHeld}). */
+  boolean holdsRelayCounts() {
+    return relayHeld.any();
   }
 
   /** Whether the way answered with an error (the call was refused, not lost on its way). */

@@ -2,6 +2,7 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.RelayHeld;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -19,11 +20,23 @@ record CallsInDoubt(int way, List<Held> calls) {
   /** How long counts in doubt wait for a call on their way: within the 4 minutes Redis keeps a silent client's entry. */
   static final long KEPT_MILLIS = 60_000;
 
-  /** One call's counts and when it was sent. */
-  record Held(CountsInDoubt counts, long sinceMillis) {}
+  /**
+   * One call's counts and when it was sent, and the relay batch it went into if it ran ({@code origin}:
+   * a lower bound, or null when the client cannot tell which relay process had it): what it becomes
+   * when it is given up here ({@link RelayHeld#adopt}).
+   */
+  record Held(CountsInDoubt counts, long sinceMillis, RelayHeld.Known origin) {
+    Held(CountsInDoubt counts, long sinceMillis) {
+      this(counts, sinceMillis, null);
+    }
+  }
 
-  /** What a change kept, and the first attempts it gave up. */
-  record Change(CallsInDoubt next, long lostRequests) {}
+  /** What a change kept, the first attempts it gave up, and the calls it gave up. */
+  record Change(CallsInDoubt next, long lostRequests, List<Held> given) {
+    Change(CallsInDoubt next, long lostRequests) {
+      this(next, lostRequests, List.of());
+    }
+  }
 
   CallsInDoubt {
     calls = List.copyOf(calls);
@@ -42,10 +55,12 @@ record CallsInDoubt(int way, List<Held> calls) {
   static Change add(CallsInDoubt was, int way, Held held) {
     long lost = 0;
     List<Held> calls = new ArrayList<>();
+    List<Held> given = new ArrayList<>();
     if (was != null && was.way == way) {
       calls.addAll(was.calls);
     } else if (was != null) {
       lost += was.requests(); // one way's at a time
+      given.addAll(was.calls);
     }
     calls.add(held);
     calls.sort(Comparator.comparingLong(h -> h.counts().seq()));
@@ -53,8 +68,20 @@ record CallsInDoubt(int way, List<Held> calls) {
       Held oldest = calls.stream().min(Comparator.comparingLong(Held::sinceMillis)).orElseThrow();
       calls.remove(oldest);
       lost += oldest.counts().requests();
+      given.add(oldest);
     }
-    return new Change(new CallsInDoubt(way, calls), lost);
+    return new Change(new CallsInDoubt(way, calls), lost, given);
+  }
+
+  /** Without the calls whose relay batch is {@code relay}'s (their way now answers as another relay), which it gives up. */
+  Change withoutRelay(String relay) {
+    List<Held> given = calls.stream().filter(h -> h.origin() != null && h.origin().relay().equals(relay)).toList();
+    if (given.isEmpty()) {
+      return new Change(this, 0);
+    }
+    List<Held> left = calls.stream().filter(h -> !given.contains(h)).toList();
+    return new Change(left.isEmpty() ? null : new CallsInDoubt(way, left),
+        given.stream().mapToLong(h -> h.counts().requests()).sum(), given);
   }
 
   /** Without the calls numbered as in {@code carried} (answered: added, or dropped as run already); null when none is left. */
@@ -69,7 +96,8 @@ record CallsInDoubt(int way, List<Held> calls) {
     if (left.size() == calls.size()) {
       return new Change(this, 0);
     }
-    long lost = calls.stream().filter(h -> now - h.sinceMillis() > KEPT_MILLIS).mapToLong(h -> h.counts().requests()).sum();
-    return new Change(left.isEmpty() ? null : new CallsInDoubt(way, left), lost);
+    List<Held> given = calls.stream().filter(h -> now - h.sinceMillis() > KEPT_MILLIS).toList();
+    long lost = given.stream().mapToLong(h -> h.counts().requests()).sum();
+    return new Change(left.isEmpty() ? null : new CallsInDoubt(way, left), lost, given);
   }
 }

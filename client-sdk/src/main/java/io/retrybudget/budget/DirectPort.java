@@ -4,6 +4,8 @@ import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.CallExtras;
+import io.retrybudget.budget.redis.protocol.RelayHeld;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
 import io.retrybudget.budget.redis.protocol.NumberedCall;
@@ -29,6 +31,15 @@ final class DirectPort implements FleetRegistry.Port {
     this.way = way;
   }
 
+  /** What {@code held} offers this way; nothing, should it fail (a call is never lost to it). */
+  private static RelayHeld.Offer offer(java.util.function.IntFunction<RelayHeld.Offer> held, int way) {
+    try {
+      return held.apply(way);
+    } catch (RuntimeException e) {
+      return RelayHeld.Offer.NONE;
+    }
+  }
+
   BudgetScripts scripts() {
     return scripts;
   }
@@ -45,10 +56,23 @@ final class DirectPort implements FleetRegistry.Port {
    */
   @Override
   public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
+    return send(call, sequence, offered, w -> RelayHeld.Offer.NONE);
+  }
+
+  /**
+   * As {@link #send(BudgetCall, ClientSequence, CallsInDoubt)}, asking a relay for its tag ({@code hold};
+   * Redis ignores it) and carrying the held items {@code held} offers for this way.
+   */
+  @Override
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered,
+      java.util.function.IntFunction<RelayHeld.Offer> held) {
     List<CountsInDoubt> carried = offered != null && offered.way() == way ? offered.counts() : List.of();
     try {
-      NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried);
-      return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty(), n::judged);
+      RelayHeld.Offer items = offer(held, way);
+      NumberedCall n = scripts.numbered(call, keys.computeIfAbsent(call.name(), scripts::keys), sequence, carried,
+          CallExtras.holding(items.items()));
+      return new FleetRegistry.Sent(n.reply(), way, n::number, !carried.isEmpty(), n::judged, items, n::tag,
+          n::connection);
     } catch (RuntimeException e) {
       return new FleetRegistry.Sent(CompletableFuture.failedFuture(e), way, () -> FleetRegistry.Sent.UNKNOWN, false);
     }

@@ -3,6 +3,8 @@ package io.retrybudget.budget;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
+import io.retrybudget.budget.redis.protocol.RelayHeld;
+import io.retrybudget.budget.redis.protocol.RelayTag;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
 
@@ -23,6 +25,16 @@ interface FleetRegistry {
     default Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
       return new Sent(budget(call, sequence), 0, () -> Sent.UNKNOWN, false);
     }
+
+    /**
+     * As {@link #send(BudgetCall, ClientSequence, CallsInDoubt)}, asking a relay for its tag and carrying
+     * the held items {@code held} offers for the way the call takes ({@link RelayHeld}). This default
+     * asks and carries nothing.
+     */
+    default Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered,
+        java.util.function.IntFunction<RelayHeld.Offer> held) {
+      return send(call, sequence, offered);
+    }
   }
 
   /**
@@ -33,8 +45,15 @@ interface FleetRegistry {
    * connection did not, and they are carried again).
    */
   record Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried,
-      java.util.function.BooleanSupplier judged) {
+      java.util.function.BooleanSupplier judged, RelayHeld.Offer held, Supplier<RelayTag> tag,
+      java.util.function.LongSupplier connection) {
     static final long UNKNOWN = -1;
+
+    /** A call that carried no held items and asked no relay for a tag. */
+    Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried,
+        java.util.function.BooleanSupplier judged) {
+      this(reply, way, number, carried, judged, RelayHeld.Offer.NONE, () -> null, () -> -1);
+    }
 
     /** A call whose carried counts are not surely judged: they are carried again (never added twice). */
     Sent(CompletableFuture<BudgetReply> reply, int way, java.util.function.LongSupplier number, boolean carried) {

@@ -2,6 +2,7 @@ package io.retrybudget.budget;
 
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.RelayHeld;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
@@ -17,6 +18,20 @@ import java.util.function.UnaryOperator;
 final class HeldDoubts {
   private final AtomicReference<CallsInDoubt> held = new AtomicReference<>();
   private final AtomicLong lost = new AtomicLong();
+  private final java.util.function.BiPredicate<CallsInDoubt.Held, Long> adopt;
+
+  /** Calls given up that no one adopts are lost. */
+  HeldDoubts() {
+    this((h, now) -> false);
+  }
+
+  /**
+   * Calls given up go to {@code adopt}, with the time (a call that may have run at a relay becomes a
+   * count kept for that relay's batch, {@link RelayHeld#adopt}); those it does not take are lost.
+   */
+  HeldDoubts(java.util.function.BiPredicate<CallsInDoubt.Held, Long> adopt) {
+    this.adopt = adopt;
+  }
 
   /** What the next call (at {@code now}) carries if it goes their way; those held too long are given up. */
   CallsInDoubt offer(long now) {
@@ -26,8 +41,11 @@ final class HeldDoubts {
         return null;
       }
       CallsInDoubt.Change kept = was.keptAt(now);
-      if (kept.next() == was || held.compareAndSet(was, kept.next())) {
-        lost.addAndGet(kept.next() == was ? 0 : kept.lostRequests());
+      if (kept.next() == was) {
+        return was;
+      }
+      if (held.compareAndSet(was, kept.next())) {
+        given(kept, now);
         return kept.next();
       }
     }
@@ -49,14 +67,54 @@ final class HeldDoubts {
 
   /** Call {@code number}, {@code call}'s counts, sent on {@code way} at {@code sentAt}, is of unknown fate. */
   void unknown(int way, long number, BudgetCall call, long sentAt) {
+    unknown(way, number, call, sentAt, null);
+  }
+
+  /**
+   * As {@link #unknown(int, long, BudgetCall, long)}, {@code origin} the relay batch the call went into
+   * if it ran (a lower bound; null: not known): what it becomes once given up.
+   */
+  void unknown(int way, long number, BudgetCall call, long sentAt, RelayHeld.Known origin) {
     while (true) {
       CallsInDoubt was = held.get();
-      CallsInDoubt.Change added = CallsInDoubt.add(was, way, new CallsInDoubt.Held(CountsInDoubt.of(number, call), sentAt));
+      CallsInDoubt.Change added = CallsInDoubt.add(was, way,
+          new CallsInDoubt.Held(CountsInDoubt.of(number, call), sentAt, origin));
       if (held.compareAndSet(was, added.next())) {
-        lost.addAndGet(added.lostRequests());
+        given(added, sentAt);
         return;
       }
     }
+  }
+
+  /**
+   * Way {@code way} answers as another relay than {@code relay}: the calls that may have run at
+   * {@code relay} can be judged there no more, and are given up (to be adopted).
+   */
+  void relayGone(int way, String relay, long now) {
+    while (true) {
+      CallsInDoubt was = held.get();
+      if (was == null || was.way() != way) {
+        return;
+      }
+      CallsInDoubt.Change left = was.withoutRelay(relay);
+      if (left.next() == was) {
+        return;
+      }
+      if (held.compareAndSet(was, left.next())) {
+        given(left, now);
+        return;
+      }
+    }
+  }
+
+  private void given(CallsInDoubt.Change change, long now) {
+    long adopted = 0;
+    for (CallsInDoubt.Held h : change.given()) {
+      if (adopt.test(h, now)) {
+        adopted += h.counts().requests();
+      }
+    }
+    lost.addAndGet(change.lostRequests() - adopted);
   }
 
   /** First attempts given up in doubt so far. */

@@ -121,6 +121,13 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
    */
   @Override
   public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
+    return send(call, sequence, offered, w -> io.retrybudget.budget.redis.protocol.RelayHeld.Offer.NONE);
+  }
+
+  /** As {@link #send(BudgetCall, ClientSequence, CallsInDoubt)}, carrying the held items {@code held} offers for the way taken. */
+  @Override
+  public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered,
+      java.util.function.IntFunction<io.retrybudget.budget.redis.protocol.RelayHeld.Offer> held) {
     long now = clock.getAsLong();
     int w;
     synchronized (route) {
@@ -131,7 +138,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
     if (w == FailoverRoute.NONE) {
       return new FleetRegistry.Sent(CompletableFuture.failedFuture(new NoWayException()), w, () -> 0, false);
     }
-    FleetRegistry.Sent sent = ways[w].port.send(call, sequence, offered);
+    FleetRegistry.Sent sent = ways[w].port.send(call, sequence, offered, held);
     int chosen = w;
     sent.reply().whenComplete((reply, error) -> settled(chosen, error));
     return sent;

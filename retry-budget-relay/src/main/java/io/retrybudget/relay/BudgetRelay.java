@@ -6,7 +6,9 @@ import io.retrybudget.budget.internal.PaceArithmetic;
 import io.retrybudget.budget.internal.SlidingWindowCounts;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CallExtras;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.HeldCounts;
 import java.util.function.DoubleSupplier;
 
 /**
@@ -19,6 +21,11 @@ import java.util.function.DoubleSupplier;
  * <ul>
  *   <li>their counts are summed and sent to Redis in one budget.lua call of the relay's own
  *       ({@link #upstreamCall}), every 100-500 ms, so Redis's cost grows with the relays, not the clients;
+ *       each call takes every count pending (what exceeds one call's trust cap is lost, the safe side) and
+ *       closes a batch ({@link RelayBatches}): a client that asks is told the batch its counts went into
+ *       and the last one Redis applied ({@link Answer}), and keeps its counts until then, so a relay
+ *       killed with sums unsent loses none (the client carries them as held items, which this relay
+ *       forwards for others' clients: {@link #upstreamExtras});
  *   <li>each such call also draws permits from the budget's paced balance for the asks expected until
  *       the next one ({@link RelayArithmetic#drawSize}); Redis counts them granted as it hands them out,
  *       and the relay hands them to its clients' asks ({@link PermitPool}); with none held an ask is
@@ -65,6 +72,7 @@ public final class BudgetRelay {
   private int failures;
   private boolean cutOff;
   private final LocalShare local = new LocalShare(); // the paced share it grants from while cut off
+  private final RelayBatches batches = new RelayBatches();
 
   public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
     this.name = name;
@@ -94,10 +102,32 @@ public final class BudgetRelay {
    */
   public BudgetReply client(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
       ReportLedger.Arrival arrival, long now) {
+    return answer(clientId, seq, call, carried, java.util.List.of(), arrival, now).reply();
+  }
+
+  /**
+   * The answer to a client's call: the reply, the batch its counts went into, the last batch Redis
+   * applied, and whether the relay took the held items it carried (another relay's batches, forwarded
+   * to Redis with the next call; not when they would not fit, or the call is stale).
+   */
+  public record Answer(BudgetReply reply, long batch, long settled, boolean took) {}
+
+  /**
+   * As {@link #client(String, long, BudgetCall, java.util.List, ReportLedger.Arrival, long)}, the call
+   * carrying {@code held} too (the client's counts of relays it left, {@link HeldCounts}).
+   */
+  public Answer answer(String clientId, long seq, BudgetCall call, java.util.List<CountsInDoubt> carried,
+      java.util.List<HeldCounts> held, ReportLedger.Arrival arrival, long now) {
+    long batch = batches.current(now);
     ReportLedger.Judged judged = ledger.report(clientId, seq, carried, arrival, now);
     if (judged.verdict() == ReportLedger.Verdict.STALE) {
-      return reply(BudgetReply.STALE, 0, now);
+      return new Answer(reply(BudgetReply.STALE, 0, now), batch, batches.settled(), false);
     }
+    boolean took = batches.take(held);
+    return new Answer(counted(call, judged, now), batch, batches.settled(), took);
+  }
+
+  private BudgetReply counted(BudgetCall call, ReportLedger.Judged judged, long now) {
     if (judged.verdict() == ReportLedger.Verdict.NEW_AND_CARRIED) {
       // capped as one call's report is (BudgetCall): the carried counts and the call's own together
       call = new BudgetCall(call.name(), call.requests() + judged.requests(), call.denied() + judged.denied(),
@@ -142,7 +172,7 @@ public final class BudgetRelay {
       return null;
     }
     BudgetCall again = doubt.again(now);
-    if (again != null) {
+    if (again != null) { // (its batch and items: batches.inFlight(), as the first time)
       // the call of unknown fate goes first, as it was (a cut-off relay's probe too)
       inFlight = true;
       schedule.sent(now, again.want() > 0);
@@ -151,16 +181,27 @@ public final class BudgetRelay {
     BudgetCall expired = doubt.release();
     if (expired != null) {
       lostRequests += expired.requests(); // held too long: Redis may forget the number it went with
+      batches.lost();
+    }
+    if (batches.expired(now)) {
+      // nothing applied for 2 minutes (cut off): Redis may forget the credits its clients' carried items
+      // left, so these counts, sent later, could count twice; given up instead
+      lostRequests += pendingRequests;
+      pendingRequests = 0;
+      pendingDenied = 0;
+      pendingRetries = 0;
     }
     if (cutOff) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
       // going with calls that are likely lost
       inFlight = true;
       schedule.sent(now, false);
+      batches.probe();
       return new BudgetCall(name, 0, 0, 0, 0, 0, seed);
     }
     long want = drawSize(now);
-    boolean idle = pendingRequests == 0 && pendingDenied == 0 && pendingRetries == 0 && want == 0;
+    boolean idle = pendingRequests == 0 && pendingDenied == 0 && pendingRetries == 0 && want == 0
+        && !batches.waiting();
     if (idle && upstream != null && now - schedule.lastAt() < KEEP_ALIVE_MILLIS) {
       scheduleNext(now);
       return null;
@@ -170,10 +211,13 @@ public final class BudgetRelay {
     refusedDraws -= offset;
     pendingDenied -= offset;
     BudgetCall c = new BudgetCall(name, pendingRequests, pendingDenied, pendingRetries, want > 0 ? 1 : 0, want, seed);
-    // what one call may not report (the trust model's cap) goes with the next
-    pendingRequests -= c.requests();
-    pendingDenied -= c.denied();
-    pendingRetries -= c.retries();
+    // what one call may not report (the trust model's cap, 10^6 or more of a count) is lost, so that the
+    // call closes its batch with every count of it (RelayBatches)
+    lostRequests += pendingRequests - c.requests();
+    pendingRequests = 0;
+    pendingDenied = 0;
+    pendingRetries = 0;
+    batches.close();
     inFlight = true;
     schedule.sent(now, want > 0);
     return c;
@@ -193,6 +237,7 @@ public final class BudgetRelay {
       scheduleNext(now);
       return;
     }
+    batches.applied(now);
     long windowMillis = reply.windowSeconds() * 1000L;
     if (applied.windowMillis() != windowMillis) {
       applied = new SlidingWindowCounts(windowMillis);
@@ -241,6 +286,7 @@ public final class BudgetRelay {
   public void upstreamFailed(BudgetCall sent, long now) {
     if (!doubt.is(sent)) {
       lostRequests += sent.requests();
+      batches.lost();
     }
     failed(now);
   }
@@ -251,6 +297,19 @@ public final class BudgetRelay {
    */
   public boolean resending() {
     return doubt.held() && inFlight;
+  }
+
+  /**
+   * What the call {@link #upstreamCall} returned says beyond its counts: the batch it closes and the held
+   * items it forwards ({@code through=<batch>}, budget.lua's held items; the same when sent again).
+   */
+  public CallExtras upstreamExtras() {
+    return batches.inFlight();
+  }
+
+  /** Held items carried here and given up with calls given up. */
+  public long droppedHeldItems() {
+    return batches.droppedItems();
   }
 
   /** Whether a call of unknown fate is held, to be sent again with its number. */
@@ -271,6 +330,7 @@ public final class BudgetRelay {
     pendingRequests += sent.requests();
     pendingDenied += sent.denied();
     pendingRetries += sent.retries();
+    batches.givenBack();
   }
 
   /**

@@ -299,15 +299,15 @@ class BudgetRelayTest {
   }
 
   @Test
-  void reportsAboveWhatOneCallMayCarryGoWithTheNext() {
+  void reportsAboveWhatOneCallMayCarryAreLostSoThatACallClosesItsBatch() {
     long cap = BudgetCall.callCap(SEED);
     relay.client("a", 1, new BudgetCall("payments", cap, 0, 0, 0, 0, SEED), 0);
     relay.client("b", 1, new BudgetCall("payments", 5, 0, 0, 0, 0, SEED), 0);
     BudgetCall up = relay.upstreamCall(0);
     assertEquals(cap, up.requests());
-    assertEquals(5, relay.pendingRequests());
-    relay.upstreamReplied(up, redis(BudgetReply.COUNTED, 0, cap, 1), 1);
-    assertEquals(5, relay.upstreamCall(relay.nextUpstreamAt()).requests());
+    assertEquals(0, relay.pendingRequests(), "every count pending went, or is lost: the call closes batch 1");
+    assertEquals(5, relay.lostRequests(), "undercounting is the safe side");
+    assertEquals(1, relay.upstreamExtras().through());
   }
 
   @Test

@@ -3,6 +3,8 @@ package io.retrybudget.coordinator.relay;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.CallExtras;
+import io.retrybudget.budget.redis.protocol.RelayTag;
 import io.retrybudget.budget.redis.protocol.NumberedCall;
 import io.retrybudget.relay.BudgetRelay;
 import io.retrybudget.relay.RelaySettings;
@@ -33,6 +35,7 @@ final class RelayBudgets implements RelaySession.Budgets {
   private final Upstream upstream;
   private final Map<String, Long> doubtNumbers = new LinkedHashMap<>(); // budget -> number of its call in doubt
   private final Executor loop;
+  private final String id; // the relay's client id at Redis: its tags name it
   private long upstreamCalls;
   private long upstreamFailures;
 
@@ -41,11 +44,11 @@ final class RelayBudgets implements RelaySession.Budgets {
    * included: {@code BudgetScripts.numbered} and {@code again}).
    */
   interface Upstream {
-    /** Sends {@code call} with a fresh number. */
-    Sent send(BudgetCall call);
+    /** Sends {@code call} with a fresh number, saying {@code extras} (the batch it closes, the held items it forwards). */
+    Sent send(BudgetCall call, CallExtras extras);
 
-    /** Sends {@code call}, of unknown fate, again with the {@code number} it last went with. */
-    Sent again(BudgetCall call, long number);
+    /** Sends {@code call}, of unknown fate, again with the {@code number} it last went with, saying what it said then. */
+    Sent again(BudgetCall call, long number, CallExtras extras);
   }
 
   /**
@@ -59,11 +62,13 @@ final class RelayBudgets implements RelaySession.Budgets {
   }
 
   /**
-   * {@code upstream} sends the relay's budget.lua calls to Redis; {@code loop} runs a task on the
-   * thread that runs this object.
+   * {@code upstream} sends the relay's budget.lua calls to Redis as {@code id}; {@code loop} runs a task
+   * on the thread that runs this object.
    */
   RelayBudgets(RelaySettings settings, int maxBudgets, LongSupplier clock, DoubleSupplier random,
-      Upstream upstream, Executor loop) {
+      Upstream upstream, Executor loop, String id) {
+    this.id = id;
+    new RelayTag(id, 1, 0, false); // a relay's id must be one a held item can name: checked once
     this.settings = settings;
     this.maxBudgets = maxBudgets;
     this.clock = clock;
@@ -74,6 +79,11 @@ final class RelayBudgets implements RelaySession.Budgets {
 
   @Override
   public BudgetReply call(RelayCall call) {
+    return answer(call).reply();
+  }
+
+  @Override
+  public RelaySession.Answered answer(RelayCall call) {
     String name = call.call().name();
     BudgetRelay relay = relays.get(name);
     if (relay == null) {
@@ -84,9 +94,11 @@ final class RelayBudgets implements RelaySession.Budgets {
       relays.put(name, relay);
     }
     long now = clock.getAsLong();
-    BudgetReply reply = relay.client(call.clientId(), call.seq(), call.call(), call.carried(), call.arrival(), now);
+    BudgetRelay.Answer answer = relay.answer(call.clientId(), call.seq(), call.call(), call.carried(), call.held(),
+        call.arrival(), now);
     send(relay, now); // the first client's call is due at once: Redis hears of the budget without a tick's wait
-    return reply;
+    String tag = call.hold() ? RelayTag.wire(id, answer.batch(), answer.settled(), answer.took()) : null;
+    return new RelaySession.Answered(answer.reply(), tag);
   }
 
   /** Sends every budget's call to Redis that is due now. */
@@ -119,9 +131,9 @@ final class RelayBudgets implements RelaySession.Budgets {
         if (number == null) { // never with a fresh number: that could apply its counts twice
           throw new IllegalStateException("no number kept for " + name + "'s call in doubt");
         }
-        sent = upstream.again(up, number);
+        sent = upstream.again(up, number, relay.upstreamExtras());
       } else {
-        sent = upstream.send(up);
+        sent = upstream.send(up, relay.upstreamExtras());
       }
     } catch (RuntimeException e) {
       upstreamFailures++;

@@ -7,6 +7,7 @@ import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.HeldCounts;
 import io.retrybudget.relay.ReportLedger;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -17,9 +18,12 @@ import java.util.List;
  * ratio ppm, window, floor, mode and ceiling, fallback retries; then, optionally, a thirteenth that is
  * empty or tells the client's floor on its connection ({@code "first=<n>"}, {@code ConnectionFloor}; a
  * client never sends {@code again} to a relay) and the counts in doubt it carries, up to
- * {@link BudgetScripts#MAX_CARRIED} groups of four: budget.lua's ARGV[14..]), decoded into what a relay
- * takes, and the reply written as budget.lua writes its own: strings as bulk strings, numbers as
- * integers.
+ * {@link BudgetScripts#MAX_CARRIED} groups of four: budget.lua's ARGV[14..]), then up to
+ * {@link #MAX_HELD} held items of the client's own ({@code held=...}, {@link HeldCounts}: its counts of a
+ * relay it left), decoded into what a relay takes, and the reply written as budget.lua writes its own:
+ * strings as bulk strings, numbers as integers, with the relay's tag as a seventeenth value when the
+ * client asked for it ({@code hold}). ARGV[13] is a comma-separated list of options: the floor
+ * ({@code first=<n>}) and {@code hold}, each at most once.
  *
  * @param clientId the calling client's id (budget.lua's ARGV[1])
  * @param seq its report number (ARGV[2]), strictly increasing per client id
@@ -27,15 +31,21 @@ import java.util.List;
  * @param carried the counts of the client's calls of unknown fate on this relay, in number order (none: empty)
  * @param arrival the connection it came on (the relay's id for it, 0 until {@link #onSession}) and what the
  *     client told of it (ARGV[13])
+ * @param hold whether the client asks for the relay's tag ({@code RelayTag}: the batch its counts went into)
+ * @param held the client's counts of relays it left, to forward to Redis (none: empty)
  */
 public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsInDoubt> carried,
-    ReportLedger.Arrival arrival) {
+    ReportLedger.Arrival arrival, boolean hold, List<HeldCounts> held) {
+  /** The most held items one client's call carries. */
+  public static final int MAX_HELD = io.retrybudget.budget.redis.protocol.RelayHeld.MAX;
   private static final int KEYS = 5;
   private static final int ARGS = 12;
   private static final String FIRST = "first=";
+  private static final String HOLD = "hold";
 
   public RelayCall {
     carried = List.copyOf(carried);
+    held = List.copyOf(held);
     java.util.Objects.requireNonNull(arrival, "arrival");
   }
 
@@ -44,10 +54,15 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
     this(clientId, seq, call, List.of(), ReportLedger.Arrival.on(0));
   }
 
+  /** A call that asks for no tag and carries no held items. */
+  public RelayCall(String clientId, long seq, BudgetCall call, List<CountsInDoubt> carried,
+      ReportLedger.Arrival arrival) {
+    this(clientId, seq, call, carried, arrival, false, List.of());
+  }
+
   /** This call, come on connection {@code id}. */
   public RelayCall onSession(long id) {
-    return new RelayCall(clientId, seq, call, carried,
-        new ReportLedger.Arrival(id, arrival.first()));
+    return new RelayCall(clientId, seq, call, carried, new ReportLedger.Arrival(id, arrival.first()), hold, held);
   }
 
   /** The relay's id for the connection it came on (0: not known). */
@@ -61,12 +76,17 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
    */
   public static RelayCall decode(List<byte[]> command, int from) {
     int args = command.size() - from - 1 - KEYS;
-    int groups = (args - ARGS - 1) / 4;
-    if (args != ARGS && args != ARGS + 1 && (args < ARGS + 5 || (args - ARGS - 1) % 4 != 0
-        || groups > BudgetScripts.MAX_CARRIED)) {
+    int items = 0; // held items: the last arguments, after the groups
+    while (args - items > ARGS + 1 && HeldCounts.isArg(text(command, command.size() - 1 - items))) {
+      items++;
+    }
+    int groups = (args - items - ARGS - 1) / 4;
+    if (args != ARGS && (args - items < ARGS + 1 || (args - items - ARGS - 1) % 4 != 0
+        || groups > BudgetScripts.MAX_CARRIED || items > MAX_HELD)) {
       throw new IllegalArgumentException("budget.lua takes numkeys, " + KEYS + " keys and " + ARGS + " or " + (ARGS + 1)
           + " arguments, or " + (ARGS + 1) + " and up to " + BudgetScripts.MAX_CARRIED
-          + " groups of 4, after the script, got " + Math.max(0, command.size() - from) + " values");
+          + " groups of 4 and up to " + MAX_HELD + " held items, after the script, got "
+          + Math.max(0, command.size() - from) + " values");
     }
     if (!"5".equals(text(command, from))) {
       throw new IllegalArgumentException("budget.lua takes 5 keys, numkeys was " + printable(text(command, from)));
@@ -109,7 +129,8 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
     BudgetCall call = new BudgetCall(name, number(command, a + 2, "requests"), number(command, a + 3, "denied"),
         retries.isEmpty() ? 0 : number(command, a + 11, "retries"), number(command, a + 4, "need"),
         number(command, a + 5, "want"), seed);
-    ReportLedger.Arrival arrival = args > ARGS ? claim(text(command, a + ARGS), seq) : ReportLedger.Arrival.on(0);
+    String[] options = args > ARGS ? options(text(command, a + ARGS)) : new String[2];
+    ReportLedger.Arrival arrival = claim(options[0], seq);
     List<CountsInDoubt> carried = new java.util.ArrayList<>();
     if (args > ARGS + 1 && !text(command, a + 13).isEmpty()) {
       long below = 0;
@@ -124,17 +145,43 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
         below = doubtSeq;
       }
     }
-    return new RelayCall(clientId, seq, call, carried, arrival);
+    List<HeldCounts> held = new java.util.ArrayList<>();
+    for (int i = command.size() - items; i < command.size(); i++) {
+      HeldCounts h = HeldCounts.parse(text(command, i));
+      if (!h.client().equals(clientId)) {
+        throw new IllegalArgumentException("invalid held: a client carries its own counts, not "
+            + printable(h.client()) + "'s");
+      }
+      held.add(h);
+    }
+    return new RelayCall(clientId, seq, call, carried, arrival, options[1] != null, held);
   }
 
-  /** ARGV[13]: empty, or the client's floor {@code "first=<n>"} with 1 &lt;= n &lt;= seq. */
-  private static ReportLedger.Arrival claim(String s, long seq) {
+  /**
+   * ARGV[13]'s options, comma-separated, each at most once: the floor {@code first=<n>} and {@code hold};
+   * returns {floor or null, "hold" or null}.
+   */
+  private static String[] options(String s) {
+    String[] found = new String[2];
     if (s.isEmpty()) {
-      return ReportLedger.Arrival.on(0);
+      return found;
     }
-    if (!s.startsWith(FIRST)) {
-      throw new IllegalArgumentException("a relay takes '' or '" + FIRST + "<n>' in ARGV[13], not " + printable(s)
-          + ("again".equals(s) ? ": a call sent again goes to Redis, not to a relay" : ""));
+    for (String o : s.split(",", -1)) {
+      int i = o.startsWith(FIRST) ? 0 : HOLD.equals(o) ? 1 : -1;
+      if (i < 0 || found[i] != null) {
+        throw new IllegalArgumentException("a relay takes '', '" + FIRST + "<n>' and '" + HOLD
+            + "', each at most once, in ARGV[13], not " + printable(s)
+            + (o.startsWith("again") ? ": a call sent again goes to Redis, not to a relay" : ""));
+      }
+      found[i] = o;
+    }
+    return found;
+  }
+
+  /** The client's floor {@code "first=<n>"} with 1 &lt;= n &lt;= seq, or none (null). */
+  private static ReportLedger.Arrival claim(String s, long seq) {
+    if (s == null) {
+      return ReportLedger.Arrival.on(0);
     }
     long first = digits(s.substring(FIRST.length()), "ARGV[13]'s first");
     if (first < 1 || first > seq) {
@@ -148,11 +195,19 @@ public record RelayCall(String clientId, long seq, BudgetCall call, List<CountsI
    * sixteenth): status and mode as bulk strings, the rest as integers.
    */
   public static void write(BudgetReply reply, RespWriter out) {
-    out.array(16).bulk(reply.status()).integer(reply.granted()).integer(reply.requests()).integer(reply.retries())
+    write(reply, null, out);
+  }
+
+  /** As {@link #write(BudgetReply, RespWriter)}, with {@code tag} (a {@code RelayTag}'s wire form) seventeenth if not null. */
+  public static void write(BudgetReply reply, String tag, RespWriter out) {
+    out.array(tag == null ? 16 : 17).bulk(reply.status()).integer(reply.granted()).integer(reply.requests()).integer(reply.retries())
         .integer(reply.denied()).integer(reply.allowance()).integer(reply.activeClients()).integer(reply.ratioPpm())
         .integer(reply.windowSeconds()).integer(reply.minRetriesPerSecond()).bulk(reply.mode())
         .integer(reply.available()).integer(reply.nextGrantMillis()).integer(reply.refillPpm())
         .integer(reply.maxCallsPerSecond()).integer(reply.callCeiling());
+    if (tag != null) {
+      out.bulk(tag);
+    }
   }
 
   private static String text(List<byte[]> command, int i) {

@@ -3,6 +3,7 @@ package io.retrybudget.coordinator.relay;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.CallExtras;
 import io.retrybudget.budget.redis.protocol.ClientSequence;
 import io.retrybudget.budget.redis.protocol.NumberedCall;
 import io.retrybudget.relay.BudgetRelay;
@@ -37,7 +38,7 @@ import java.util.concurrent.TimeUnit;
 public final class RelayHost extends VerticleBase {
   private static final long TICK_MILLIS = 10;
   private static final long SWEEP_MILLIS = 1_000;
-  private static final int MAX_ARGS = 64;
+  private static final int MAX_ARGS = 80; // 2 + 5 keys + 13 + 8 groups of 4 + 16 held items, and some
 
   private final BudgetScripts scripts;
   private final RelayHostOptions options;
@@ -71,16 +72,16 @@ public final class RelayHost extends VerticleBase {
     budgets = new RelayBudgets(options.settings(), options.maxBudgets(), options.clock(), options.random(),
         new RelayBudgets.Upstream() {
           @Override
-          public RelayBudgets.Sent send(BudgetCall call) {
-            return timed(scripts.numbered(call, keys(call), identity));
+          public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
+            return timed(scripts.numbered(call, keys(call), identity, java.util.List.of(), extras));
           }
 
           @Override
-          public RelayBudgets.Sent again(BudgetCall call, long number) {
-            return timed(scripts.again(call, keys(call), identity, number));
+          public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
+            return timed(scripts.again(call, keys(call), identity, number, extras));
           }
         },
-        task -> context.runOnContext(v -> task.run()));
+        task -> context.runOnContext(v -> task.run()), identity.clientId());
     tickTimer = vertx.setPeriodic(TICK_MILLIS, id -> budgets.tick());
     sweepTimer = vertx.setPeriodic(SWEEP_MILLIS, id -> budgets.sweep());
     server = vertx.createNetServer(new NetServerOptions().setHost(options.host()).setPort(options.port())

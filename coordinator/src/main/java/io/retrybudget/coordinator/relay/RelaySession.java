@@ -23,7 +23,15 @@ public final class RelaySession {
   public interface Budgets {
     /** budget.lua's answer to {@code call}; throws an unchecked exception whose message the client gets. */
     BudgetReply call(RelayCall call);
+
+    /** As {@link #call}, with the relay's tag when the call asked for one ({@link RelayCall#hold()}). */
+    default Answered answer(RelayCall call) {
+      return new Answered(call(call), null);
+    }
   }
+
+  /** A reply, and the relay's tag ({@code RelayTag}'s wire form) written after it, or null. */
+  public record Answered(BudgetReply reply, String tag) {}
 
   static final String BUDGET_SHA = LuaScript.BUDGET.sha1();
   private static final byte[] BUDGET_BODY = LuaScript.BUDGET.body().getBytes(StandardCharsets.UTF_8);
@@ -120,14 +128,14 @@ public final class RelaySession {
       out.error("ERR bad budget.lua call: " + e.getMessage());
       return;
     }
-    BudgetReply reply;
+    Answered answered;
     try {
-      reply = budgets.call(call);
+      answered = budgets.answer(call);
     } catch (RuntimeException e) {
       out.error("ERR relay: " + e.getMessage());
       return;
     }
-    RelayCall.write(reply, out);
+    RelayCall.write(answered.reply(), answered.tag(), out);
   }
 
   private void script(List<byte[]> command) {

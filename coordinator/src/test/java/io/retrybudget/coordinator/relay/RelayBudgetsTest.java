@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.CallExtras;
 import io.retrybudget.relay.RelaySettings;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -27,15 +28,15 @@ class RelayBudgetsTest {
   private final RelayBudgets budgets = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
       new RelayBudgets.Upstream() {
         @Override
-        public RelayBudgets.Sent send(BudgetCall call) {
+        public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
           return record(call, ++lastNumber);
         }
 
         @Override
-        public RelayBudgets.Sent again(BudgetCall call, long number) {
+        public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
           return record(call, number);
         }
-      }, loop::add);
+      }, loop::add, "relay-test");
 
   private RelayBudgets.Sent record(BudgetCall call, long number) {
     calls.add(call);
@@ -113,18 +114,18 @@ class RelayBudgetsTest {
     RelayBudgets host = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
         new RelayBudgets.Upstream() {
           @Override
-          public RelayBudgets.Sent send(BudgetCall call) {
+          public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
             CompletableFuture<BudgetReply> f = new CompletableFuture<>();
             sent.add(f);
             return new RelayBudgets.Sent(f, last::get);
           }
 
           @Override
-          public RelayBudgets.Sent again(BudgetCall call, long number) {
+          public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
             again.add(number);
             return new RelayBudgets.Sent(new CompletableFuture<>(), () -> number);
           }
-        }, loop::add);
+        }, loop::add, "relay-test");
     host.call(call("a", "c1", 1, 7, 0));
     last.set(42); // an empty script cache: sent again with a fresh number, then it timed out
     sent.get(0).completeExceptionally(new java.util.concurrent.TimeoutException());
@@ -172,15 +173,15 @@ class RelayBudgetsTest {
     RelayBudgets throwing = new RelayBudgets(RelaySettings.defaults(), 2, () -> now, () -> 0.5,
         new RelayBudgets.Upstream() {
           @Override
-          public RelayBudgets.Sent send(BudgetCall call) {
+          public RelayBudgets.Sent send(BudgetCall call, CallExtras extras) {
             throw new IllegalStateException("closed");
           }
 
           @Override
-          public RelayBudgets.Sent again(BudgetCall call, long number) {
+          public RelayBudgets.Sent again(BudgetCall call, long number, CallExtras extras) {
             throw new IllegalStateException("closed");
           }
-        }, Runnable::run);
+        }, Runnable::run, "relay-test");
     BudgetReply reply = throwing.call(call("a", "c1", 1, 7, 0));
     assertEquals("counted", reply.status());
     assertEquals(1, throwing.upstreamFailures());

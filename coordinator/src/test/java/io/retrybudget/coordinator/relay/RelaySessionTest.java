@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.retrybudget.budget.redis.protocol.BudgetKeys;
 import io.retrybudget.budget.redis.protocol.BudgetReply;
 import io.retrybudget.budget.redis.protocol.CountsInDoubt;
+import io.retrybudget.budget.redis.protocol.HeldCounts;
+import io.retrybudget.budget.redis.protocol.RelayTag;
 import io.retrybudget.relay.ReportLedger;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import java.nio.charset.StandardCharsets;
@@ -129,8 +131,9 @@ class RelaySessionTest {
     assertEquals(List.of(), calls.get(2).carried());
     String[] again = java.util.Arrays.copyOf(ARGV, 13);
     again[12] = "again";
-    assertEquals("-ERR bad budget.lua call: a relay takes '' or 'first=<n>' in ARGV[13], not 'again': a call sent again "
-        + "goes to Redis, not to a relay\r\n", answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
+    assertEquals("-ERR bad budget.lua call: a relay takes '', 'first=<n>' and 'hold', each at most once, in ARGV[13], "
+        + "not 'again': a call sent again goes to Redis, not to a relay\r\n",
+        answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, again)));
     String[] notBelow = carrying.clone();
     notBelow[17] = "7";
     assertEquals("-ERR bad budget.lua call: doubt_seq must increase within [1, seq), was 7\r\n",
@@ -172,6 +175,67 @@ class RelaySessionTest {
   }
 
   @Test
+  void heldItemsAndTheAskForATagAreDecodedAndNonsenseRefusedByName() {
+    RelaySession s = session(null);
+    String item = new HeldCounts("relay-gone", 4, "client-1", 3, 1, 0).arg();
+    String[] holding = java.util.Arrays.copyOf(ARGV, 19);
+    System.arraycopy(new String[] {"first=3,hold", "5", "9", "1", "0", item, item.replace(",4,", ",5,")}, 0, holding,
+        12, 7);
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, holding));
+    String[] itemsOnly = java.util.Arrays.copyOf(ARGV, 14);
+    itemsOnly[12] = "hold";
+    itemsOnly[13] = item;
+    answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, itemsOnly));
+    assertEquals(2, calls.size());
+    RelayCall first = calls.get(0);
+    assertTrue(first.hold());
+    assertEquals(new ReportLedger.Arrival(42, 3), first.arrival());
+    assertEquals(List.of(new CountsInDoubt(5, 9, 1, 0)), first.carried());
+    assertEquals(List.of(new HeldCounts("relay-gone", 4, "client-1", 3, 1, 0),
+        new HeldCounts("relay-gone", 5, "client-1", 3, 1, 0)), first.held());
+    assertEquals(List.of(), calls.get(1).carried());
+    assertEquals(1, calls.get(1).held().size());
+    String[][] bad = {
+        {"hold,hold", item}, {"hold,first=3,first=3", item}, {"through=3", item}, {"hold ", item},
+        {"hold", "held=relay-gone,4,someone-else,3,1,0"}, {"hold", "held=relay-gone,0,client-1,3,1,0"},
+        {"hold", "held=relay gone,4,client-1,3,1,0"}, {"hold", "held=relay-gone,4,client-1,3,1"},
+        {"hold", "held=relay-gone,4,client-1,3,1,-2"}};
+    for (String[] b : bad) {
+      String[] call = java.util.Arrays.copyOf(ARGV, 14);
+      call[12] = b[0];
+      call[13] = b[1];
+      String reply = answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, call));
+      assertTrue(reply.startsWith("-ERR bad budget.lua call: ") && (reply.contains("ARGV[13]") || reply.contains("held")),
+          String.join(" ", b) + ": " + reply);
+    }
+    String[] tooMany = java.util.Arrays.copyOf(ARGV, 13 + RelayCall.MAX_HELD + 1);
+    tooMany[12] = "hold";
+    java.util.Arrays.fill(tooMany, 13, tooMany.length, item);
+    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, tooMany)).contains("up to 16 held items"));
+    assertEquals(2, calls.size(), "no bad call reached the relay");
+  }
+
+  @Test
+  void aTagAskedForIsTheSeventeenthValue() {
+    RelaySession s = new RelaySession(null, 42, new RelaySession.Budgets() {
+      @Override
+      public BudgetReply call(RelayCall call) {
+        return REPLY;
+      }
+
+      @Override
+      public RelaySession.Answered answer(RelayCall call) {
+        return new RelaySession.Answered(REPLY, call.hold() ? new RelayTag("relay-x", 9, 8, true).wire() : null);
+      }
+    }, out);
+    String[] hold = java.util.Arrays.copyOf(ARGV, 13);
+    hold[12] = "hold";
+    String tagged = answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, hold));
+    assertTrue(tagged.startsWith("*17\r\n") && tagged.endsWith("$13\r\nrelay-x,9,8,1\r\n"), tagged);
+    assertTrue(answer(s, budgetCall("EVALSHA", RelaySession.BUDGET_SHA, ARGV)).startsWith("*16\r\n"));
+  }
+
+  @Test
   void otherScriptsAreRefused() {
     RelaySession s = session(null);
     assertEquals("-NOSCRIPT No matching script. Please use EVAL.\r\n", answer(s, "EVALSHA", LuaScript.STATUS.sha1(), "0"));
@@ -188,7 +252,7 @@ class RelaySessionTest {
   void aBadBudgetCallIsRefusedNamingWhatIsWrong() {
     RelaySession s = session(null);
     String sha = RelaySession.BUDGET_SHA;
-    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 or 13 arguments, or 13 and up to 8 groups of 4, after the script, got 1 values\r\n",
+    assertEquals("-ERR bad budget.lua call: budget.lua takes numkeys, 5 keys and 12 or 13 arguments, or 13 and up to 8 groups of 4 and up to 16 held items, after the script, got 1 values\r\n",
         answer(s, "EVALSHA", sha, "0"));
     String[] noId = ARGV.clone();
     noId[0] = "";

@@ -33,13 +33,13 @@ final class BudgetCalls {
    * One attempt: unnumbered ({@code sequence} null), with a fresh number, or with {@code fixed} (&gt; 0,
    * {@link BudgetScripts#again}). With a {@code handle} no attempt goes once the result is done.
    */
-  void send(BudgetCall call, List<CountsInDoubt> carried, BudgetKeys k, ClientSequence sequence,
+  void send(BudgetCall call, List<CountsInDoubt> carried, CallExtras extras, BudgetKeys k, ClientSequence sequence,
       NumberedCall handle, long fixed, boolean resent, int refused, CompletableFuture<BudgetReply> result) {
     String[] keyNames = {k.config(), k.window(), k.clients(), k.index(), k.pace()};
     CompletableFuture<List<Object>> raw;
     long count = -1; // the store's count of connections as the attempt was composed (-1: not known)
     if (sequence == null) {
-      raw = run(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, "", List.of()), resent);
+      raw = run(LuaScript.BUDGET, keyNames, budgetArgs(call, "", 1, extras.options(""), List.of(), extras), resent);
     } else {
       synchronized (sequence) {
         if (handle != null && handle.reply().isDone()) {
@@ -52,15 +52,18 @@ final class BudgetCalls {
         ConnectionFloor floor = sequence.floor();
         String mark = fixed > 0 ? "again" : floor.claim(store, count, n);
         boolean judged = count < 1 || floor.runAnswered();
-        raw = run(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, mark, carried), resent);
+        raw = run(LuaScript.BUDGET, keyNames, budgetArgs(call, sequence.clientId(), n, extras.options(mark), carried,
+            extras), resent);
+        long on = count;
         if (count > 0 && store.connectionsOpened() != count) {
           // a connection opened while it was sent: it may be the new one's first call, which a relay
           // does not judge; the next call starts a new run
           judged = false;
           floor.forget();
+          on = -1; // nor is the connection it went on known
         }
         if (handle != null) {
-          handle.sentWith(n, judged);
+          handle.sentWith(n, judged, on);
         }
       }
     }
@@ -69,7 +72,16 @@ final class BudgetCalls {
       if (error == null) {
         BudgetReply reply;
         try {
-          reply = BudgetReply.parse(list);
+          if (list != null && list.size() == BudgetReply.RELAY_VALUES + 1 && extras.hold()) {
+            // a relay's tag for the counts it took (RelayTag), asked for with "hold"
+            RelayTag tag = RelayTag.parse(String.valueOf(list.get(BudgetReply.RELAY_VALUES)));
+            reply = BudgetReply.parse(list.subList(0, BudgetReply.RELAY_VALUES));
+            if (handle != null) {
+              handle.tagged(tag);
+            }
+          } else {
+            reply = BudgetReply.parse(list);
+          }
         } catch (RuntimeException e) {
           result.completeExceptionally(e);
           return;
@@ -81,7 +93,7 @@ final class BudgetCalls {
         }
         if (!resent && sequence != null && fixed == 0 && BudgetReply.STALE.equals(reply.status())) {
           // not applied: a call overtaken on its way (a redirect); its counts go again, once
-          send(call, carried, k, sequence, handle, 0, true, refused, result);
+          send(call, carried, extras, k, sequence, handle, 0, true, refused, result);
         } else {
           result.complete(reply);
         }
@@ -91,13 +103,13 @@ final class BudgetCalls {
       if (!resent && cause instanceof RedisNoScriptException) {
         // not applied: the script cache was empty. Again, with the text (caching it) and a new number
         // (the same one for a call sent again with its own)
-        send(call, carried, k, sequence, handle, fixed, true, refused, result);
+        send(call, carried, extras, k, sequence, handle, fixed, true, refused, result);
       } else if (refused < RESENDS_AFTER_DISCONNECT && notSent(cause)) {
         // refused before it was written (the node's connection is being re-established, as when a
         // master turns replica in a failover and drops its clients): again once the reconnect had time
         CompletableFuture.delayedExecutor(resendDelayMillis(refused), TimeUnit.MILLISECONDS).execute(() -> {
           if (!result.isDone()) { // not after the caller gave up (its timeout completed the future)
-            send(call, carried, k, sequence, handle, fixed, resent, refused + 1, result);
+            send(call, carried, extras, k, sequence, handle, fixed, resent, refused + 1, result);
           }
         });
       } else {
@@ -128,9 +140,12 @@ final class BudgetCalls {
     return text ? store.eval(script, keyNames, args) : store.evalsha(script, keyNames, args);
   }
 
-  /** budget.lua's ARGV; {@code mark} is ARGV[13]: "again", a relay's connection claim, or empty. */
+  /**
+   * budget.lua's ARGV; {@code mark} is ARGV[13]'s options ("again", a relay's connection claim, "hold",
+   * "through=k", comma-separated, or empty), then the counts in doubt, then the held items.
+   */
   private static String[] budgetArgs(BudgetCall call, String clientId, long seq, String mark,
-      List<CountsInDoubt> carried) {
+      List<CountsInDoubt> carried, CallExtras extras) {
     BudgetConfig seed = call.seed();
     String[] args = {
         clientId, Long.toString(seq), Long.toString(call.requests()), Long.toString(call.denied()),
@@ -141,10 +156,10 @@ final class BudgetCalls {
         seed == null ? "" : seed.mode().wireName(),
         seed == null ? "" : Integer.toString(seed.maxCallsPerSecond()),
         call.retries() == 0 ? "" : Long.toString(call.retries())};
-    if (mark.isEmpty() && carried.isEmpty()) {
+    if (mark.isEmpty() && carried.isEmpty() && extras.held().isEmpty()) {
       return args;
     }
-    String[] marked = java.util.Arrays.copyOf(args, args.length + 1 + 4 * carried.size());
+    String[] marked = java.util.Arrays.copyOf(args, args.length + 1 + 4 * carried.size() + extras.held().size());
     // "again": applied only while Redis holds the client's last number; a claim: a relay's (ConnectionFloor)
     marked[args.length] = mark;
     int i = args.length + 1;
@@ -154,6 +169,9 @@ final class BudgetCalls {
       marked[i++] = Long.toString(d.requests());
       marked[i++] = Long.toString(d.denied());
       marked[i++] = Long.toString(d.retries());
+    }
+    for (HeldCounts h : extras.held()) {
+      marked[i++] = h.arg(); // each added only if its relay never applied its batch
     }
     return marked;
   }

@@ -55,6 +55,9 @@ public record BudgetReply(
   /** The budget has no configuration and the call did not seed one: nothing was written. */
   public static final String MISSING = "missing";
 
+  /** The values of a relay's reply (budget.lua's 15 and the call ceiling); a {@link RelayTag} may follow. */
+  static final int RELAY_VALUES = 16;
+
   static BudgetReply parse(List<Object> reply) {
     if (reply == null || (reply.size() != 15 && reply.size() != 16)) {
       throw new IllegalStateException("unexpected budget.lua reply: " + reply);

@@ -66,7 +66,7 @@ public final class BudgetScripts {
   public CompletableFuture<BudgetReply> budget(BudgetCall call, BudgetKeys keys, ClientSequence sequence) {
     checkKeys(call, keys);
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    calls.send(call, List.of(), keys, sequence, null, 0, false, 0, result);
+    calls.send(call, List.of(), CallExtras.NONE, keys, sequence, null, 0, false, 0, result);
     return result;
   }
 
@@ -89,6 +89,16 @@ public final class BudgetScripts {
    * call never ran ({@link CountsInDoubt}).
    */
   public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence, List<CountsInDoubt> carried) {
+    return numbered(call, keys, sequence, carried, CallExtras.NONE);
+  }
+
+  /**
+   * As {@link #numbered(BudgetCall, BudgetKeys, ClientSequence, List)}, saying {@code extras}: a client's
+   * ask for a relay's tag and the held items it carries, or a relay's own call's batch and the items it
+   * forwards ({@link CallExtras}, {@link HeldCounts}); the tag of an applied reply is {@link NumberedCall#tag()}.
+   */
+  public NumberedCall numbered(BudgetCall call, BudgetKeys keys, ClientSequence sequence, List<CountsInDoubt> carried,
+      CallExtras extras) {
     checkKeys(call, keys);
     List<CountsInDoubt> groups = carried == null ? List.of() : List.copyOf(carried);
     if (groups.size() > MAX_CARRIED) {
@@ -103,7 +113,7 @@ public final class BudgetScripts {
       below = d.seq();
     }
     NumberedCall handle = new NumberedCall(sequence);
-    calls.send(call, groups, keys, sequence, handle, 0, false, 0, handle.reply());
+    calls.send(call, groups, extras, keys, sequence, handle, 0, false, 0, handle.reply());
     return handle;
   }
 
@@ -118,12 +128,17 @@ public final class BudgetScripts {
    * with the same number; a stale reply is the answer, never re-sent.
    */
   public NumberedCall again(BudgetCall call, BudgetKeys keys, ClientSequence sequence, long number) {
+    return again(call, keys, sequence, number, CallExtras.NONE);
+  }
+
+  /** As {@link #again(BudgetCall, BudgetKeys, ClientSequence, long)}, saying what it said the first time ({@code extras}). */
+  public NumberedCall again(BudgetCall call, BudgetKeys keys, ClientSequence sequence, long number, CallExtras extras) {
     checkKeys(call, keys);
     if (number <= 0 || number > sequence.last()) {
       throw new IllegalArgumentException("number " + number + " was never handed out by " + sequence.clientId());
     }
     NumberedCall handle = new NumberedCall(sequence);
-    calls.send(call, List.of(), keys, sequence, handle, number, false, 0, handle.reply());
+    calls.send(call, List.of(), extras, keys, sequence, handle, number, false, 0, handle.reply());
     return handle;
   }
 
@@ -136,7 +151,7 @@ public final class BudgetScripts {
   /** One budget.lua call without de-duplication (HTTP callers: many and unordered). */
   public CompletableFuture<BudgetReply> budget(BudgetCall call) {
     CompletableFuture<BudgetReply> result = new CompletableFuture<>();
-    calls.send(call, List.of(), keys(call.name()), null, null, 0, false, 0, result);
+    calls.send(call, List.of(), CallExtras.NONE, keys(call.name()), null, null, 0, false, 0, result);
     return result;
   }
 

@@ -14,6 +14,8 @@ public final class NumberedCall {
   private final ClientSequence sequence;
   private long number; // guarded by sequence's lock
   private boolean judged = true; // guarded by sequence's lock
+  private volatile RelayTag tag; // set before the reply completes
+  private volatile long connection = -1; // written under sequence's lock, read without it (a reply's path)
 
   NumberedCall(ClientSequence sequence) {
     this.sequence = sequence;
@@ -46,11 +48,33 @@ public final class NumberedCall {
   }
 
   /**
+   * The relay's tag for the counts this call's applied reply took ({@link CallExtras#hold}), or null: a
+   * reply from Redis, or a call not applied. Read once the reply is done.
+   */
+  public RelayTag tag() {
+    return tag;
+  }
+
+  void tagged(RelayTag tag) {
+    this.tag = tag;
+  }
+
+  /**
    * Under the sequence's lock, with the reply not done: an attempt goes with {@code n}, the way
    * {@code judged} surely judging what it carries.
    */
-  void sentWith(long n, boolean judged) {
+  void sentWith(long n, boolean judged, long connection) {
     number = n;
     this.judged = judged;
+    this.connection = connection;
+  }
+
+  /**
+   * The store's count of connections opened as the last attempt was sent, if it did not move while it
+   * was sent (the attempt went, if at all, on that connection: {@code RedisBudgetStore#connectionsOpened});
+   * -1 when not known.
+   */
+  public long connection() {
+    return connection;
   }
 }
