@@ -58,14 +58,8 @@ public final class BudgetRelay {
   private final SlidingWindowCounts demand = new SlidingWindowCounts(DEMAND_MILLIS); // asks (requests), refusals clients made (denied)
   private SlidingWindowCounts own = new SlidingWindowCounts(10_000); // first attempts received
   private SlidingWindowCounts applied = new SlidingWindowCounts(10_000); // first attempts Redis applied from this relay
-  private BudgetConfig seed;
-  private BudgetReply upstream; // Redis's last applied reply
-  // counts to send with the next call
-  private long pendingRequests;
-  private long pendingDenied;
-  private long pendingRetries;
-  private long refusedDraws; // denials budget.lua counted for this relay's own draws: taken off the next reports
-  private long lostRequests;
+  private final InForce inForce = new InForce(); // the seed, then Redis's last applied reply
+  private final PendingSums pending = new PendingSums(); // counts to send with the next call
   private boolean inFlight;
   private final CallInDoubt doubt = new CallInDoubt();
   private final UpstreamSchedule schedule;
@@ -133,13 +127,11 @@ public final class BudgetRelay {
       call = new BudgetCall(call.name(), call.requests() + judged.requests(), call.denied() + judged.denied(),
           call.retries() + judged.retries(), call.need(), call.want(), call.seed());
     }
-    if (seed == null) {
-      seed = call.seed();
+    if (!inForce.seeded()) {
+      inForce.seed(call.seed());
       schedule.dueNow(now); // the first client: say hello to Redis at once
     }
-    pendingRequests += call.requests();
-    pendingDenied += call.denied();
-    pendingRetries += call.retries();
+    pending.add(call.requests(), call.denied(), call.retries());
     own.add(now, call.requests(), call.retries(), call.denied());
     local.received(call.requests());
     demand.add(now, call.need(), 0, call.denied());
@@ -154,8 +146,8 @@ public final class BudgetRelay {
       return reply(BudgetReply.GRANTED, granted, now);
     }
     drawEarlyIfCold(now);
-    pendingDenied += call.need();
-    if (mode() == BudgetMode.SHADOW) {
+    pending.add(0, call.need(), 0);
+    if (inForce.mode() == BudgetMode.SHADOW) {
       return reply(BudgetReply.SHADOW, call.need(), now);
     }
     return reply(BudgetReply.DENIED, 0, now);
@@ -168,7 +160,7 @@ public final class BudgetRelay {
    * {@link #upstreamRefused} or {@link #upstreamFailed}.
    */
   public BudgetCall upstreamCall(long now) {
-    if (seed == null || inFlight || !schedule.due(now)) {
+    if (!inForce.seeded() || inFlight || !schedule.due(now)) {
       return null;
     }
     BudgetCall again = doubt.again(now);
@@ -180,16 +172,13 @@ public final class BudgetRelay {
     }
     BudgetCall expired = doubt.release();
     if (expired != null) {
-      lostRequests += expired.requests(); // held too long: Redis may forget the number it went with
+      pending.lost(expired.requests()); // held too long: Redis may forget the number it went with
       batches.lost();
     }
     if (batches.expired(now)) {
       // nothing applied for 2 minutes (cut off): Redis may forget the credits its clients' carried items
       // left, so these counts, sent later, could count twice; given up instead
-      lostRequests += pendingRequests;
-      pendingRequests = 0;
-      pendingDenied = 0;
-      pendingRetries = 0;
+      pending.giveUp();
     }
     if (cutOff) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
@@ -197,26 +186,15 @@ public final class BudgetRelay {
       inFlight = true;
       schedule.sent(now, false);
       batches.probe();
-      return new BudgetCall(name, 0, 0, 0, 0, 0, seed);
+      return new BudgetCall(name, 0, 0, 0, 0, 0, inForce.seed());
     }
     long want = drawSize(now);
-    boolean idle = pendingRequests == 0 && pendingDenied == 0 && pendingRetries == 0 && want == 0
-        && !batches.waiting();
-    if (idle && upstream != null && now - schedule.lastAt() < KEEP_ALIVE_MILLIS) {
+    boolean idle = pending.empty() && want == 0 && !batches.waiting();
+    if (idle && inForce.upstream() != null && now - schedule.lastAt() < KEEP_ALIVE_MILLIS) {
       scheduleNext(now);
       return null;
     }
-    // the denials budget.lua counted for refused draws are not the clients': as many of theirs stay out
-    long offset = Math.min(pendingDenied, refusedDraws);
-    refusedDraws -= offset;
-    pendingDenied -= offset;
-    BudgetCall c = new BudgetCall(name, pendingRequests, pendingDenied, pendingRetries, want > 0 ? 1 : 0, want, seed);
-    // what one call may not report (the trust model's cap, 10^6 or more of a count) is lost, so that the
-    // call closes its batch with every count of it (RelayBatches)
-    lostRequests += pendingRequests - c.requests();
-    pendingRequests = 0;
-    pendingDenied = 0;
-    pendingRetries = 0;
+    BudgetCall c = pending.take(name, want, inForce.seed()); // every count: the call closes the batch
     batches.close();
     inFlight = true;
     schedule.sent(now, want > 0);
@@ -244,7 +222,7 @@ public final class BudgetRelay {
       own = new SlidingWindowCounts(windowMillis);
     }
     applied.add(now, sent.requests(), 0, 0);
-    upstream = reply;
+    inForce.upstream(reply);
     if (cutOff) {
       cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
       local.reset();
@@ -252,7 +230,7 @@ public final class BudgetRelay {
     if (BudgetReply.GRANTED.equals(reply.status())) {
       pool.add(reply.granted(), now, settings.permitLifeMillis());
     } else if (BudgetReply.DENIED.equals(reply.status())) {
-      refusedDraws += sent.need(); // budget.lua counted the relay's refused draw as a denial
+      pending.refusedDraw(sent.need()); // budget.lua counted the relay's refused draw as a denial
     }
     scheduleNext(now);
   }
@@ -285,7 +263,7 @@ public final class BudgetRelay {
    */
   public void upstreamFailed(BudgetCall sent, long now) {
     if (!doubt.is(sent)) {
-      lostRequests += sent.requests();
+      pending.lost(sent.requests());
       batches.lost();
     }
     failed(now);
@@ -327,9 +305,7 @@ public final class BudgetRelay {
   }
 
   private void giveBack(BudgetCall sent) {
-    pendingRequests += sent.requests();
-    pendingDenied += sent.denied();
-    pendingRetries += sent.retries();
+    pending.giveBack(sent);
     batches.givenBack();
   }
 
@@ -341,14 +317,15 @@ public final class BudgetRelay {
    * ({@link UpstreamSchedule#bringForward}): Redis's cost is unchanged.
    */
   private void drawEarlyIfCold(long now) {
-    if (!cutOff && !inFlight && upstream != null && schedule.cold(now, DEMAND_MILLIS)) {
+    if (!cutOff && !inFlight && inForce.upstream() != null && schedule.cold(now, DEMAND_MILLIS)) {
       schedule.bringForward(now, DEMAND_MILLIS);
     }
   }
 
   private void scheduleNext(long now) {
+    BudgetReply upstream = inForce.upstream();
     long callers = upstream == null ? 1 : upstream.activeClients();
-    int ceiling = upstream == null ? seed.maxCallsPerSecond() : upstream.maxCallsPerSecond();
+    int ceiling = inForce.maxCallsPerSecond();
     schedule.next(now, RelayArithmetic.upstreamIntervalMillis(callers, ceiling, settings.upstreamShare(),
         settings.minUpstreamMillis(), settings.maxUpstreamMillis()));
   }
@@ -358,7 +335,7 @@ public final class BudgetRelay {
     long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
     long granted = local.take(need, want, now, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(),
         floor);
-    pendingRetries += granted;
+    pending.add(0, 0, granted);
     return granted;
   }
 
@@ -373,17 +350,17 @@ public final class BudgetRelay {
     } else {
       next = Math.max(1, schedule.nextAt() - now + 1);
     }
-    BudgetReply u = upstream;
+    BudgetReply u = inForce.upstream();
     return new BudgetReply(status, granted, u == null ? 0 : u.requests(), u == null ? 0 : u.retries(),
         u == null ? 0 : u.denied(), u == null ? 0 : u.allowance(), fleet, ratioPpm(), windowSeconds(),
-        minRetriesPerSecond(), mode().wireName(), held, next, u == null ? 0 : u.refillPpm(), maxCallsPerSecond(),
+        minRetriesPerSecond(), inForce.mode().wireName(), held, next, u == null ? 0 : u.refillPpm(), maxCallsPerSecond(),
         RelayArithmetic.clientCeiling(settings.clientCallsPerSecond(), fleet, ledger.clients(now)));
   }
 
   /** The fleet's size as this relay estimates it ({@link RelayArithmetic#fleetEstimate}). */
   public long fleet(long now) {
     long mine = ledger.clients(now);
-    BudgetReply u = upstream;
+    BudgetReply u = inForce.upstream();
     return u == null ? mine : RelayArithmetic.fleetEstimate(mine, applied.requests(now), u.requests(), u.activeClients());
   }
 
@@ -404,7 +381,7 @@ public final class BudgetRelay {
   private long drawSize(long now) {
     long horizon = schedule.horizonMillis(now);
     long held = pool.held(now);
-    long cap = BudgetCall.callCap(seed);
+    long cap = BudgetCall.callCap(inForce.seed());
     double asks = demandPerSecond(now);
     long want = RelayArithmetic.drawSize(asks, horizon, held, cap);
     if (!(asks > 0) || !schedule.cold(now, DEMAND_MILLIS)) {
@@ -416,28 +393,19 @@ public final class BudgetRelay {
   }
 
   private long ratioPpm() {
-    return upstream != null ? upstream.ratioPpm() : seed != null ? seed.ratioPpm() : 0;
+    return inForce.ratioPpm();
   }
 
   private int windowSeconds() {
-    return upstream != null ? upstream.windowSeconds() : seed != null ? seed.windowSeconds() : 10;
+    return inForce.windowSeconds();
   }
 
-  /** The budget's own ceiling, as Redis holds it (the seed's until Redis has answered). */
   private int maxCallsPerSecond() {
-    return upstream != null ? upstream.maxCallsPerSecond()
-        : seed != null ? seed.maxCallsPerSecond() : BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND;
+    return inForce.maxCallsPerSecond();
   }
 
   private int minRetriesPerSecond() {
-    return upstream != null ? upstream.minRetriesPerSecond() : seed != null ? seed.minRetriesPerSecond() : 0;
-  }
-
-  private BudgetMode mode() {
-    if (upstream != null) {
-      return BudgetMode.SHADOW.wireName().equals(upstream.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE;
-    }
-    return seed != null ? seed.mode() : BudgetMode.ENFORCE;
+    return inForce.minRetriesPerSecond();
   }
 
   /** This relay's clients of the budget. */
@@ -485,11 +453,11 @@ public final class BudgetRelay {
    * longer than {@link CallInDoubt#LIMIT_MILLIS}, or that a host could not send again with their number.
    */
   public long lostRequests() {
-    return lostRequests;
+    return pending.lost();
   }
 
   /** First attempts received and not yet applied by Redis (sent or waiting). */
   public long pendingRequests() {
-    return pendingRequests;
+    return pending.requests();
   }
 }
