@@ -45,6 +45,9 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
     }
   }
 
+  /** How long a relay of another SDK version (it refuses this one's budget.lua) is passed over, at least. */
+  static final long OTHER_VERSION_WAIT_MILLIS = 60_000;
+
   private final Way[] ways;
   private final FailoverRoute route; // guarded by itself
   private final LongSupplier clock;
@@ -158,12 +161,25 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
       return; // the way answered: that budget's keys are broken, the way is fine
     }
     long now = clock.getAsLong();
+    boolean otherVersion = cause != null && cause.getMessage() != null
+        && cause.getMessage().startsWith(BudgetScripts.RELAY_REFUSED_SCRIPT);
+    boolean told;
     synchronized (route) {
+      told = route.passedOver(way, now);
       if (cause == null) {
         route.answered(way);
+      } else if (otherVersion) {
+        // it will refuse every call until one of the two is upgraded: the next ways take them meanwhile
+        // (the refused call ran nowhere: its counts go with the next call, BudgetScripts.neverRun)
+        route.refused(way, now, OTHER_VERSION_WAIT_MILLIS);
       } else {
         route.failed(way, now);
       }
+    }
+    if (otherVersion && !told) {
+      LOG.log(Level.WARNING, "relay " + ways[way].options + " runs another SDK version (" + cause.getMessage()
+          + "); passed over for " + Math.max(OTHER_VERSION_WAIT_MILLIS, route.retryAfterMillis()) / 1000
+          + " s: calls go to the next way (docs/RELAY.md, \"Upgrading\")");
     }
   }
 

@@ -36,6 +36,7 @@ import java.util.concurrent.TimeUnit;
  * }</pre>
  */
 public final class RelayHost extends VerticleBase {
+  private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(RelayHost.class.getName());
   private static final long TICK_MILLIS = 10;
   private static final long SWEEP_MILLIS = 1_000;
   private static final int MAX_ARGS = 80; // 2 + 5 keys + 13 + 8 groups of 4 + 16 held items, and some
@@ -45,13 +46,16 @@ public final class RelayHost extends VerticleBase {
   private final ClientSequence identity;
   private final Map<String, BudgetKeys> keys = new HashMap<>();
   private RelayBudgets budgets;
+  private ForeignScripts foreign;
+  private final String budgetBody; // the budget.lua its clients must send
   private NetServer server;
   private int connections;
   private long nextConnectionId;
   private long tickTimer = -1;
   private long sweepTimer = -1;
 
-  private RelayHost(BudgetScripts scripts, RelayHostOptions options) {
+  private RelayHost(BudgetScripts scripts, RelayHostOptions options, String budgetBody) {
+    this.budgetBody = budgetBody;
     this.scripts = scripts;
     this.options = options;
     this.identity = new ClientSequence("relay-" + Long.toHexString((long) (options.random().getAsDouble() * Long.MAX_VALUE))
@@ -63,12 +67,19 @@ public final class RelayHost extends VerticleBase {
    * caller opened and closes after the relay); completes once it listens.
    */
   public static Future<RelayHost> start(Vertx vertx, BudgetScripts scripts, RelayHostOptions options) {
-    RelayHost host = new RelayHost(scripts, options);
+    return start(vertx, scripts, options, io.retrybudget.budget.redis.protocol.LuaScript.BUDGET.body());
+  }
+
+  /** As above, answering clients whose budget.lua is {@code budgetBody}: a relay of another version, for tests. */
+  static Future<RelayHost> start(Vertx vertx, BudgetScripts scripts, RelayHostOptions options, String budgetBody) {
+    RelayHost host = new RelayHost(scripts, options, budgetBody);
     return vertx.deployVerticle(host).map(id -> host);
   }
 
   @Override
   public Future<?> start() {
+    foreign = new ForeignScripts(options.clock(), LOG::warning,
+        RelaySession.sha1(budgetBody.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
     budgets = new RelayBudgets(options.settings(), options.maxBudgets(), options.clock(), options.random(),
         new RelayBudgets.Upstream() {
           @Override
@@ -110,7 +121,8 @@ public final class RelayHost extends VerticleBase {
     socket.closeHandler(v -> connections--);
     RespWriter out = new RespWriter();
     RespParser parser = new RespParser(MAX_ARGS, options.maxCommandBytes(), options.maxCommandBytes());
-    RelaySession session = new RelaySession(options.password(), ++nextConnectionId, budgets, out);
+    RelaySession session = new RelaySession(options.password(), ++nextConnectionId, budgets, out, foreign::refused,
+        budgetBody);
     boolean[] open = {true};
     socket.handler(data -> {
       if (!open[0]) {
@@ -163,6 +175,16 @@ public final class RelayHost extends VerticleBase {
   public Future<long[]> upstreamCounts() {
     Promise<long[]> p = Promise.promise();
     context.runOnContext(v -> p.complete(new long[] {budgets.upstreamCalls(), budgets.upstreamFailures()}));
+    return p.future();
+  }
+
+  /**
+   * Calls refused since the start because their script was not this relay's budget.lua: clients of
+   * another SDK version (logged at most once a minute; docs/RELAY.md, "Upgrading").
+   */
+  public Future<Long> refusedScripts() {
+    Promise<Long> p = Promise.promise();
+    context.runOnContext(v -> p.complete(foreign.refused()));
     return p.future();
   }
 

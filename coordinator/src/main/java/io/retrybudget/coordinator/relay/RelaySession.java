@@ -1,6 +1,7 @@
 package io.retrybudget.coordinator.relay;
 
 import io.retrybudget.budget.redis.protocol.BudgetReply;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
 import io.retrybudget.budget.redis.protocol.LuaScript;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -34,17 +35,38 @@ public final class RelaySession {
   public record Answered(BudgetReply reply, String tag) {}
 
   static final String BUDGET_SHA = LuaScript.BUDGET.sha1();
-  private static final byte[] BUDGET_BODY = LuaScript.BUDGET.body().getBytes(StandardCharsets.UTF_8);
+  private static final byte[] BUDGET_LUA_HEADER = "-- budget.lua:".getBytes(StandardCharsets.UTF_8);
 
+  private final String budgetSha; // the budget.lua this relay runs: the SDK's it was built with
+  private final byte[] budgetBody;
   private final byte[] password;
   private final long id;
   private final Budgets budgets;
   private final RespWriter out;
+  private final java.util.function.Consumer<String> foreign;
   private boolean authenticated;
   private String name;
 
   /** {@code password} null: none asked for. {@code out} gets the replies. */
   public RelaySession(String password, long id, Budgets budgets, RespWriter out) {
+    this(password, id, budgets, out, sha -> {});
+  }
+
+  /**
+   * As {@link #RelaySession(String, long, Budgets, RespWriter)}; {@code foreign} is told the SHA-1 of
+   * each script refused for not being this relay's budget.lua (a client of another SDK version).
+   */
+  public RelaySession(String password, long id, Budgets budgets, RespWriter out,
+      java.util.function.Consumer<String> foreign) {
+    this(password, id, budgets, out, foreign, LuaScript.BUDGET.body());
+  }
+
+  /** As above, the relay running the budget.lua {@code budgetBody}: a relay of another version, for tests. */
+  RelaySession(String password, long id, Budgets budgets, RespWriter out, java.util.function.Consumer<String> foreign,
+      String budgetBody) {
+    this.budgetBody = budgetBody.getBytes(StandardCharsets.UTF_8);
+    this.budgetSha = sha1(this.budgetBody);
+    this.foreign = foreign;
     this.password = password == null ? null : password.getBytes(StandardCharsets.UTF_8);
     this.authenticated = password == null;
     this.id = id;
@@ -99,7 +121,7 @@ public final class RelaySession {
         if (command.size() < 3) {
           return arity(verb);
         }
-        if (!BUDGET_SHA.equalsIgnoreCase(text(command, 1))) {
+        if (!budgetSha.equalsIgnoreCase(text(command, 1))) {
           out.error("NOSCRIPT No matching script. Please use EVAL.");
         } else {
           budget(command);
@@ -109,8 +131,8 @@ public final class RelaySession {
         if (command.size() < 3) {
           return arity(verb);
         }
-        if (!MessageDigest.isEqual(BUDGET_BODY, command.get(1))) {
-          out.error("ERR this relay runs budget.lua only");
+        if (!MessageDigest.isEqual(budgetBody, command.get(1))) {
+          refuse(command.get(1), true);
         } else {
           budget(command);
         }
@@ -141,19 +163,39 @@ public final class RelaySession {
   private void script(List<byte[]> command) {
     String sub = upper(command, 1);
     if (sub.equals("LOAD") && command.size() == 3) {
-      if (MessageDigest.isEqual(BUDGET_BODY, command.get(2))) {
-        out.bulk(BUDGET_SHA);
+      if (MessageDigest.isEqual(budgetBody, command.get(2))) {
+        out.bulk(budgetSha);
       } else {
-        out.error("ERR this relay runs budget.lua only (script sha " + sha1(command.get(2)) + ")");
+        refuse(command.get(2), false); // the SDK loads all its scripts on connect: not a call refused
       }
     } else if (sub.equals("EXISTS") && command.size() >= 3) {
       out.array(command.size() - 2);
       for (int i = 2; i < command.size(); i++) {
-        out.integer(BUDGET_SHA.equalsIgnoreCase(text(command, i)) ? 1 : 0);
+        out.integer(budgetSha.equalsIgnoreCase(text(command, i)) ? 1 : 0);
       }
     } else {
       out.error("ERR unknown or malformed SCRIPT subcommand " + RelayCall.printable(text(command, command.size() > 1 ? 1 : 0)));
     }
+  }
+
+  /**
+   * Refuses a script that is not this relay's budget.lua, naming both SHAs; a budget.lua of another SDK
+   * version (every version's begins {@code -- budget.lua:}) is told so, and when it came as a call
+   * ({@code call}) the host hears of it. The SDK takes the prefix for a call run nowhere: its counts go
+   * with its next call, on its next way, and a relay of another version is passed over for a while.
+   */
+  private void refuse(byte[] body, boolean call) {
+    String sha = sha1(body);
+    boolean budgetLua = startsWith(body, BUDGET_LUA_HEADER);
+    if (budgetLua && call) {
+      foreign.accept(sha);
+    }
+    out.error(BudgetScripts.RELAY_REFUSED_SCRIPT + " (sha " + budgetSha + "), not script sha " + sha
+        + (budgetLua ? ": a budget.lua of another version; a relay and its clients must run the same SDK version" : ""));
+  }
+
+  private static boolean startsWith(byte[] body, byte[] prefix) {
+    return body.length >= prefix.length && MessageDigest.isEqual(prefix, java.util.Arrays.copyOf(body, prefix.length));
   }
 
   private void auth(List<byte[]> command) {
@@ -260,7 +302,7 @@ public final class RelaySession {
     return new String(command.get(i), StandardCharsets.UTF_8);
   }
 
-  private static String sha1(byte[] body) {
+  static String sha1(byte[] body) {
     try {
       return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-1").digest(body));
     } catch (java.security.NoSuchAlgorithmException e) {

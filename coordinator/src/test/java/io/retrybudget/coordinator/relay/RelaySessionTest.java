@@ -239,13 +239,56 @@ class RelaySessionTest {
   void otherScriptsAreRefused() {
     RelaySession s = session(null);
     assertEquals("-NOSCRIPT No matching script. Please use EVAL.\r\n", answer(s, "EVALSHA", LuaScript.STATUS.sha1(), "0"));
-    assertEquals("-ERR this relay runs budget.lua only\r\n", answer(s, "EVAL", "return 1", "0"));
+    assertEquals(refusal("e0e1f9fabfc9d4800c877a703b823ac0578ff8db"), answer(s, "EVAL", "return 1", "0"));
     assertEquals("$40\r\n" + LuaScript.BUDGET.sha1() + "\r\n", answer(s, "SCRIPT", "LOAD", LuaScript.BUDGET.body()));
-    assertEquals("-ERR this relay runs budget.lua only (script sha " + LuaScript.STATUS.sha1() + ")\r\n",
-        answer(s, "SCRIPT", "LOAD", LuaScript.STATUS.body()));
+    assertEquals(refusal(LuaScript.STATUS.sha1()), answer(s, "SCRIPT", "LOAD", LuaScript.STATUS.body()));
     assertEquals("*2\r\n:1\r\n:0\r\n", answer(s, "SCRIPT", "EXISTS", LuaScript.BUDGET.sha1(), LuaScript.DELETE.sha1()));
     assertEquals("-ERR unknown or malformed SCRIPT subcommand 'FLUSH'\r\n", answer(s, "SCRIPT", "FLUSH"));
     assertTrue(calls.isEmpty());
+  }
+
+  private static String refusal(String sha) {
+    return "-ERR this relay runs budget.lua only (sha " + LuaScript.BUDGET.sha1() + "), not script sha " + sha + "\r\n";
+  }
+
+  private static String otherVersion(String sha) {
+    return "-ERR this relay runs budget.lua only (sha " + LuaScript.BUDGET.sha1() + "), not script sha " + sha
+        + ": a budget.lua of another version; a relay and its clients must run the same SDK version\r\n";
+  }
+
+  /**
+   * A client of another SDK version sends its own budget.lua: refused by text and by SCRIPT LOAD, naming
+   * both SHAs and the version, and the host is told of each call refused (it warns the operator); never
+   * answered as a budget call.
+   */
+  @Test
+  void aBudgetLuaOfAnotherVersionIsRefusedNamingBothShas() {
+    List<String> told = new ArrayList<>();
+    RelaySession s = new RelaySession(null, 42, call -> {
+      calls.add(call);
+      return REPLY;
+    }, out, told::add);
+    String other = LuaScript.BUDGET.body() + "\n-- the next version\n";
+    String otherSha = sha1(other);
+    assertEquals("-NOSCRIPT No matching script. Please use EVAL.\r\n", answer(s, budgetCall("EVALSHA", otherSha, ARGV)));
+    assertEquals(otherVersion(otherSha), answer(s, budgetCall("EVAL", other, ARGV)));
+    assertEquals(List.of(otherSha), told, "the call refused");
+    assertEquals(otherVersion(otherSha), answer(s, "SCRIPT", "LOAD", other));
+    assertEquals(refusal(LuaScript.STATUS.sha1()), answer(s, budgetCall("EVAL", LuaScript.STATUS.body(), ARGV)));
+    assertEquals(List.of(otherSha), told, "a load is no call, and status.lua is no budget.lua");
+    assertTrue(calls.isEmpty());
+    assertTrue(answer(s, budgetCall("EVAL", LuaScript.BUDGET.body(), ARGV)).startsWith("*16\r\n"));
+    assertEquals(1, calls.size());
+    assertEquals(1, told.size());
+  }
+
+  private static String sha1(String text) {
+    try {
+      return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-1")
+          .digest(text.getBytes(StandardCharsets.UTF_8)));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new AssertionError(e);
+    }
   }
 
   @Test

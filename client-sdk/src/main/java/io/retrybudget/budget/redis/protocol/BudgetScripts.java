@@ -156,10 +156,17 @@ public final class BudgetScripts {
   }
 
   /**
+   * How a relay of another SDK version refuses this one's budget.lua (by its text, after NOSCRIPT for
+   * its SHA): the call ran nowhere, so its counts go with the next call, on the client's next way.
+   */
+  public static final String RELAY_REFUSED_SCRIPT = "ERR this relay runs budget.lua only";
+
+  /**
    * Whether a budget call that failed with {@code error} was run by no one, so that its counts may go
    * with a later call without being counted twice: refused before it was written, by Lettuce (its
    * request queue, command buffer or stack full, its connection down or closed by this client) or by
-   * Redis before running the script ({@code CLUSTERDOWN}, {@code TRYAGAIN}). An allow-list: a timeout
+   * Redis before running the script ({@code CLUSTERDOWN}, {@code TRYAGAIN}), or by a relay of another
+   * SDK version ({@link #RELAY_REFUSED_SCRIPT}). An allow-list: a timeout
    * or a connection lost with the call in flight ({@code "Connection closed"}) may have been run, and
    * its counts stay lost (the safe side). After {@link #budget}'s own re-sends every attempt of a call
    * that ends so was refused the same way.
@@ -171,7 +178,8 @@ public final class BudgetScripts {
     }
     String m = cause.getMessage();
     return BudgetCalls.notSent(cause) || m.startsWith("Request queue size exceeded") || m.startsWith("Command buffer size exceeded")
-        || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed");
+        || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed")
+        || m.startsWith(RELAY_REFUSED_SCRIPT);
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */

@@ -71,6 +71,16 @@ public final class FailoverRoute {
     downUntil[way] = until < now ? Long.MAX_VALUE : until; // saturates instead of wrapping
   }
 
+  /**
+   * Way {@code way} cannot serve this client at all for now (a relay of another SDK version refused its
+   * script): it is passed over until {@code now + max(waitMillis, retryAfterMillis)}.
+   */
+  public void refused(int way, long now, long waitMillis) {
+    check(way);
+    long until = now + Math.max(waitMillis, retryAfterMillis);
+    downUntil[way] = until < now ? Long.MAX_VALUE : until;
+  }
+
   /** A call on way {@code way} was answered: it is open again at once. */
   public void answered(int way) {
     check(way);

@@ -65,5 +65,11 @@ class RefusedCallTest {
         "a connection lost with the call in flight");
     assertTrue(BudgetScripts.neverRun(new java.util.concurrent.CompletionException(
         new io.lettuce.core.RedisException("Currently not connected. Commands are rejected."))));
+    // a relay of another SDK version refuses budget.lua unrun (RelaySession, coordinator)
+    assertTrue(BudgetScripts.neverRun(new io.lettuce.core.RedisCommandExecutionException("ERR this relay runs budget.lua"
+        + " only (sha 1234), not script sha 5678: a budget.lua of another version; a relay and its clients must run the"
+        + " same SDK version")));
+    assertFalse(BudgetScripts.neverRun(new io.lettuce.core.RedisCommandExecutionException(
+        "ERR user_script:12: Script attempted to access nonexistent global variable")), "a script's error: it ran");
   }
 }

@@ -37,6 +37,20 @@ class FailoverRouteTest {
   }
 
   @Test
+  void aWayOfAnotherVersionWaitsTheLongerOfItsWaitAndTheRoutes() {
+    FailoverRoute r = new FailoverRoute(2, 500);
+    r.refused(0, 100, 60_000);
+    assertEquals(1, r.pick(600), "not home again after the route's wait");
+    assertTrue(r.passedOver(0, 60_099));
+    assertEquals(0, r.pick(60_100), "tried again once the longer wait is over (it may have been upgraded)");
+    r.refused(0, 100, 10);
+    assertTrue(r.passedOver(0, 599), "never shorter than the route's wait");
+    assertEquals(0, r.pick(600));
+    r.refused(1, Long.MAX_VALUE - 10, 60_000);
+    assertTrue(r.passedOver(1, Long.MAX_VALUE - 1), "saturates, not wrapped to the past");
+  }
+
+  @Test
   void timeAtTheEndsOfLongNeitherWrapsNorOpensAWayEarly() {
     FailoverRoute r = new FailoverRoute(1, 600_000);
     r.failed(0, Long.MAX_VALUE - 10);

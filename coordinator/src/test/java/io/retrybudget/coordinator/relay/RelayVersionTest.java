@@ -1,0 +1,80 @@
+package io.retrybudget.coordinator.relay;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.RedisBudgetClient;
+import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.budget.redis.protocol.BudgetScripts;
+import io.retrybudget.budget.redis.protocol.LuaScript;
+import io.retrybudget.budget.redis.transport.RedisBudgetStore;
+import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
+import io.retrybudget.testing.Eventually;
+import io.retrybudget.testing.RedisExtension;
+import io.vertx.core.Vertx;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A relay and a client of different SDK versions, whose budget.lua differs (here the relay runs one
+ * with a line added), on real processes: a real redis-server, the relay host in-process, an unchanged
+ * {@link RedisBudgetClient} whose route is that relay, then Redis. The relay refuses the client's
+ * script; the client passes it over for a minute and goes to Redis directly, and the counts of the
+ * call the relay refused are not lost: they go with the next call, once. Waits are {@link Eventually}
+ * bounds of seconds against flushes of about half a second, so a loaded machine only slows it.
+ */
+class RelayVersionTest {
+  @RegisterExtension static final RedisExtension redis = RedisExtension.standalone();
+
+  @Test
+  void aClientOfAnotherVersionGoesToRedisDirectlyWithEveryCount() throws Exception {
+    redis.flushAll();
+    Vertx vertx = Vertx.vertx();
+    RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build());
+    BudgetScripts scripts = new BudgetScripts(store);
+    RelayHost relay = null;
+    RedisBudgetClient client = null;
+    try {
+      relay = RelayHost.start(vertx, scripts, RelayHostOptions.builder().build(),
+          LuaScript.BUDGET.body() + "\n-- the next version\n").toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      client = RedisBudgetClient.builder(redis.connectionOptions().build())
+          .relays(List.of(RedisConnectionOptions.standalone("redis://127.0.0.1:" + relay.port())
+              .connectTimeout(Duration.ofSeconds(10)).build()))
+          .callTimeout(Duration.ofSeconds(2)).build();
+      BudgetConfig config = BudgetConfig.builder("versions").build();
+      RetryBudget budget = client.budget(config);
+      for (int i = 0; i < 5; i++) {
+        budget.recordFirstAttempt(); // before the budget's first call: that call carries them, and is refused
+      }
+      RelayHost r = relay;
+      Eventually.await("the relay refused the client's script", Duration.ofSeconds(10), () -> refused(r) >= 1);
+      Eventually.await("the 5 in Redis, sent directly", Duration.ofSeconds(10),
+          () -> scripts.status("versions", config).join().requests() >= 5);
+      for (int i = 0; i < 3; i++) {
+        budget.recordFirstAttempt();
+      }
+      Eventually.await("the next 3 in Redis", Duration.ofSeconds(10),
+          () -> scripts.status("versions", config).join().requests() >= 8);
+      assertEquals(8, scripts.status("versions", config).join().requests(), "every count once, none lost");
+      assertEquals(1, refused(relay), "the relay is passed over after its refusal, not asked on every call");
+      assertFalse(budget.isDegraded(), "Redis directly answers the client");
+    } finally {
+      if (client != null) {
+        client.close();
+      }
+      if (relay != null) {
+        relay.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      }
+      store.close();
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+
+  private static long refused(RelayHost relay) {
+    return relay.refusedScripts().toCompletionStage().toCompletableFuture().orTimeout(5, TimeUnit.SECONDS).join();
+  }
+}
