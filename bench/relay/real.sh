@@ -12,8 +12,9 @@ if [ -z "${SKIP_BUILD:-}" ]; then
   ./mvnw -B -q -pl coordinator -am package -DskipTests
   ./mvnw -B -q -pl bench -am test-compile dependency:build-classpath -Dmdep.outputFile="$PWD/bench/target/cp.txt"
 fi
-# the shaded jar: the largest jar the coordinator's build made
-JAR=$(ls -S coordinator/target/*.jar | head -1)
+# the shaded jar (the shade plugin's finalName), never another jar left in target/
+JAR=coordinator/target/coordinator.jar
+[ -f "$JAR" ] || { echo "no $JAR: build first (without SKIP_BUILD)" >&2; exit 1; }
 CP="bench/target/classes:$(cat bench/target/cp.txt)"
 java -Xmx512m -XX:+UseSerialGC -Djava.awt.headless=true -cp "$CP" \
   io.retrybudget.bench.relay.RealRelayStorm --coordinator-jar "$JAR" --out-dir bench/results/relay "$@"
