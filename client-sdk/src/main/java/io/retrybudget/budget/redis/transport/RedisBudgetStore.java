@@ -87,7 +87,10 @@ public final class RedisBudgetStore implements AutoCloseable {
           }
           if (e instanceof ReconnectFailedEvent f) {
             c.reconnectFailed(f.remoteAddress());
-          } else {
+          } else if (channelsOpened.get() != 1) {
+            // the first connection of a standalone store (counted: 1) had its scripts loaded by
+            // warmUp, before connect returned; its event comes late, from the event bus's thread, and
+            // loading again then would refill a cache flushed meanwhile (a SCRIPT FLUSH after start)
             c.connectionActivated(((ConnectionActivatedEvent) e).remoteAddress());
           }
         }, error -> { });
