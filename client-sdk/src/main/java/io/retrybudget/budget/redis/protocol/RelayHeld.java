@@ -1,9 +1,7 @@
 package io.retrybudget.budget.redis.protocol;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A budget's counts that relays took and Redis may not have applied yet, kept so that a relay killed
@@ -74,7 +72,7 @@ public final class RelayHeld {
 
   private final String client;
   private final List<Entry> entries = new ArrayList<>(); // oldest first
-  private final Map<Integer, Known> relayAt = new HashMap<>(); // way -> what the relay that last answered on it told
+  private Known[] relayAt = new Known[0]; // by way: what the relay that last answered on it told (a reply reads it)
   // the last parts made: (relay, batch) -> part, a ring of PARTS (an entry made is one of them until
   // MAX later ones; budget.lua adds a relay's items of this client in (batch, part) order only)
   private static final int PARTS = 4 * MAX;
@@ -96,7 +94,7 @@ public final class RelayHeld {
    */
   public synchronized Offer offer(int way, long now) {
     expire(now);
-    Known known = relayAt.get(way);
+    Known known = known(way);
     String there = known == null ? null : known.relay();
     List<HeldCounts> items = null;
     for (int i = 0; i < entries.size(); i++) {
@@ -127,30 +125,41 @@ public final class RelayHeld {
       long now) {
     if (tag == null) {
       entries.removeIf(e -> carried.stream().anyMatch(e::is));
-      relayAt.remove(way);
+      if (way >= 0 && way < relayAt.length) {
+        relayAt[way] = null;
+      }
       return null;
     }
-    Known before = relayAt.get(way);
-    if (before == null || before.batch() != tag.batch() || before.connection() != connection
-        || !before.relay().equals(tag.relay())) {
-      relayAt.put(way, new Known(tag.relay(), tag.batch(), connection));
+    Known before = known(way);
+    // the relay's id as kept since its first reply on this way: compared by identity from here on
+    String relay = before != null && before.relay().equals(tag.relay()) ? before.relay() : tag.relay();
+    if (before == null || before.batch() != tag.batch() || before.connection() != connection || before.relay() != relay) {
+      if (way >= relayAt.length) {
+        relayAt = java.util.Arrays.copyOf(relayAt, way + 1);
+      }
+      relayAt[way] = new Known(relay, tag.batch(), connection);
     }
     if (tag.took() && !carried.isEmpty()) {
       for (int i = 0; i < entries.size(); i++) {
         Entry e = entries.get(i);
         if (carried.stream().anyMatch(e::is)) { // the relay forwards them: kept until it settles that batch
-          entries.set(i, e.forwardedBy(tag.relay(), tag.batch()));
+          entries.set(i, e.forwardedBy(relay, tag.batch()));
         }
       }
     }
     if (call.requests() > 0 || call.denied() > 0 || call.retries() > 0) {
-      keep(tag, call, now);
+      keep(relay, tag.batch(), call, now);
     }
     // settled where they are held, or by the relay whose batch they are (its own call applied them, or
     // budget.lua's credit takes them off it: in Redis once either way)
-    entries.removeIf(e -> (e.holder().equals(tag.relay()) && e.holderBatch() <= tag.settled())
-        || (e.origin.equals(tag.relay()) && e.batch <= tag.settled()));
-    return before != null && !before.relay().equals(tag.relay()) ? before.relay() : null;
+    long settled = tag.settled();
+    for (int i = entries.size() - 1; i >= 0; i--) {
+      Entry e = entries.get(i);
+      if ((e.holderBatch() <= settled && relay.equals(e.holder())) || (e.batch <= settled && relay.equals(e.origin))) {
+        entries.remove(i);
+      }
+    }
+    return before != null && before.relay() != relay ? before.relay() : null;
   }
 
   /**
@@ -168,18 +177,17 @@ public final class RelayHeld {
     bound();
   }
 
-  private void keep(RelayTag tag, BudgetCall call, long now) {
+  private void keep(String relay, long batch, BudgetCall call, long now) {
     for (int i = 0; i < entries.size(); i++) {
       Entry e = entries.get(i);
-      if (!e.offered && e.via == null && e.origin.equals(tag.relay()) && e.batch == tag.batch()) {
+      if (!e.offered && e.via == null && e.batch == batch && relay.equals(e.origin)) {
         entries.set(i, new Entry(e.origin, e.batch, e.part, e.requests + call.requests(), e.denied + call.denied(),
             e.retries + call.retries(), null, 0, e.since, false));
         return;
       }
     }
-    long part = nextPart(tag.relay(), tag.batch());
-    entries.add(new Entry(tag.relay(), tag.batch(), part, call.requests(), call.denied(), call.retries(), null, 0, now,
-        false));
+    long part = nextPart(relay, batch);
+    entries.add(new Entry(relay, batch, part, call.requests(), call.denied(), call.retries(), null, 0, now, false));
     bound();
   }
 
@@ -207,6 +215,10 @@ public final class RelayHeld {
     while (!entries.isEmpty() && now - entries.get(0).since >= KEPT_MILLIS) {
       lost += entries.remove(0).requests;
     }
+  }
+
+  private Known known(int way) {
+    return way >= 0 && way < relayAt.length ? relayAt[way] : null;
   }
 
   /** Whether counts are kept. */
