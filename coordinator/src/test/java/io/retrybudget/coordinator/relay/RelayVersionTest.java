@@ -44,7 +44,7 @@ class RelayVersionTest {
       client = RedisBudgetClient.builder(redis.connectionOptions().build())
           .relays(List.of(RedisConnectionOptions.standalone("redis://127.0.0.1:" + relay.port())
               .connectTimeout(Duration.ofSeconds(10)).build()))
-          .callTimeout(Duration.ofSeconds(2)).build();
+          .callTimeout(Duration.ofSeconds(5)).build(); // a refusal that came after the timeout would be a call in doubt
       BudgetConfig config = BudgetConfig.builder("versions").build();
       RetryBudget budget = client.budget(config);
       for (int i = 0; i < 5; i++) {
