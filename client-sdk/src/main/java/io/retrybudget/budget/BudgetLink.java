@@ -99,7 +99,8 @@ final class BudgetLink {
         return;
       }
       long number = how.number().getAsLong();
-      if (number == 0 || BudgetScripts.neverRun(error) || cause(error) instanceof RoutedPort.NoWayException) {
+      if (number == 0 || BudgetScripts.neverRun(error) || cause(error) instanceof RoutedPort.NoWayException
+          || (port.routed() && BudgetScripts.refusedAsOtherVersion(error))) {
         // refused before anyone ran it: its counts go with the next call (they are in the own window
         // already), and what it carried stays in doubt
         pending.sendAgain(c.requests(), c.denied(), c.retries());

@@ -17,6 +17,11 @@ interface FleetRegistry {
   interface Port {
     CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence);
 
+    /** Whether a call refused on one way has others to go (a route across relays and Redis). */
+    default boolean routed() {
+      return false;
+    }
+
     /**
      * As {@link #budget}, carrying {@code offered}'s counts (or none) if the call goes the way they were
      * in doubt on, and telling the way it went and the number of its last attempt. This default carries

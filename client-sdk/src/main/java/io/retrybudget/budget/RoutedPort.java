@@ -114,6 +114,11 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
   }
 
   @Override
+  public boolean routed() {
+    return true;
+  }
+
+  @Override
   public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
     return send(call, sequence, null).reply();
   }
@@ -161,8 +166,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
       return; // the way answered: that budget's keys are broken, the way is fine
     }
     long now = clock.getAsLong();
-    boolean otherVersion = cause != null && cause.getMessage() != null
-        && cause.getMessage().startsWith(BudgetScripts.RELAY_REFUSED_SCRIPT);
+    boolean otherVersion = cause != null && BudgetScripts.refusedAsOtherVersion(cause);
     boolean told;
     synchronized (route) {
       told = route.passedOver(way, now);
@@ -170,7 +174,7 @@ final class RoutedPort implements FleetRegistry.Port, AutoCloseable {
         route.answered(way);
       } else if (otherVersion) {
         // it will refuse every call until one of the two is upgraded: the next ways take them meanwhile
-        // (the refused call ran nowhere: its counts go with the next call, BudgetScripts.neverRun)
+        // (the refused call ran nowhere: its counts go with the next call, BudgetLink)
         route.refused(way, now, OTHER_VERSION_WAIT_MILLIS);
       } else {
         route.failed(way, now);

@@ -74,6 +74,64 @@ class RelayVersionTest {
     }
   }
 
+  /**
+   * A client whose only way is a relay of another version (its URI names the relay, as a sidecar's):
+   * every call is refused and its counts are dropped, as for any error reply, not piled up until the
+   * versions match (they would then land in Redis's current bucket at once); it decides from its
+   * fallback meanwhile, and once a relay of its version stands at that address its counts go again.
+   */
+  @Test
+  void aSidecarOfAnotherVersionDropsTheRefusedCountsInsteadOfPilingThemUp() throws Exception {
+    redis.flushAll();
+    Vertx vertx = Vertx.vertx();
+    RedisBudgetStore store = RedisBudgetStore.connect(redis.connectionOptions().build());
+    BudgetScripts scripts = new BudgetScripts(store);
+    RelayHost relay = null;
+    RedisBudgetClient client = null;
+    try {
+      relay = RelayHost.start(vertx, scripts, RelayHostOptions.builder().build(),
+          LuaScript.BUDGET.body() + "\n-- the next version\n").toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      int port = relay.port();
+      client = RedisBudgetClient.builder(RedisConnectionOptions.standalone("redis://127.0.0.1:" + port)
+          .connectTimeout(Duration.ofSeconds(10)).reconnectDelayMax(Duration.ofMillis(100)).build())
+          .callTimeout(Duration.ofSeconds(5)).build();
+      BudgetConfig config = BudgetConfig.builder("sidecar").build();
+      RetryBudget budget = client.budget(config);
+      RelayHost r = relay;
+      // the 5 go with a call made after a refusal seen (the budget's first call may go before they are made)
+      budget.recordFirstAttempt();
+      Eventually.await("the relay refused a call of the client", Duration.ofSeconds(10), () -> refused(r) >= 1);
+      long seen = refused(r);
+      for (int i = 0; i < 4; i++) {
+        budget.recordFirstAttempt();
+      }
+      Eventually.await("the relay refused the call with them", Duration.ofSeconds(20), () -> refused(r) > seen);
+      relay.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      relay = RelayHost.start(vertx, scripts, RelayHostOptions.builder().port(port).build())
+          .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      for (int i = 0; i < 3; i++) {
+        budget.recordFirstAttempt();
+      }
+      Eventually.await("the 3 made after the upgrade in Redis", Duration.ofSeconds(15),
+          () -> scripts.status("sidecar", config).join().requests() >= 3);
+      RelayHost upgraded = relay;
+      Eventually.await("the relay applied what it was sent", Duration.ofSeconds(10),
+          () -> upgraded.inspect("sidecar", b -> b == null ? -1L : b.pendingRequests())
+              .toCompletionStage().toCompletableFuture().join() == 0);
+      assertEquals(3, scripts.status("sidecar", config).join().requests(),
+          "the refused calls' 5 were dropped, not carried into the upgrade");
+    } finally {
+      if (client != null) {
+        client.close();
+      }
+      if (relay != null) {
+        relay.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+      }
+      store.close();
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+  }
+
   private static long refused(RelayHost relay) {
     return relay.refusedScripts().toCompletionStage().toCompletableFuture().orTimeout(5, TimeUnit.SECONDS).join();
   }

@@ -157,16 +157,27 @@ public final class BudgetScripts {
 
   /**
    * How a relay of another SDK version refuses this one's budget.lua (by its text, after NOSCRIPT for
-   * its SHA): the call ran nowhere, so its counts go with the next call, on the client's next way.
+   * its SHA): the call ran nowhere ({@link #refusedAsOtherVersion}).
    */
   public static final String RELAY_REFUSED_SCRIPT = "ERR this relay runs budget.lua only";
+
+  /**
+   * Whether a budget call failed with {@code error} because its way is a relay of another SDK version
+   * ({@link #RELAY_REFUSED_SCRIPT}): it ran nowhere. A client with other ways sends its counts on with
+   * the next call (the route passes that relay over); one whose only way it is drops them, as for any
+   * error reply, since they could wait as long as the versions differ and then land all at once.
+   */
+  public static boolean refusedAsOtherVersion(Throwable error) {
+    Throwable cause = unwrap(error);
+    return cause instanceof RedisException && cause.getMessage() != null
+        && cause.getMessage().startsWith(RELAY_REFUSED_SCRIPT);
+  }
 
   /**
    * Whether a budget call that failed with {@code error} was run by no one, so that its counts may go
    * with a later call without being counted twice: refused before it was written, by Lettuce (its
    * request queue, command buffer or stack full, its connection down or closed by this client) or by
-   * Redis before running the script ({@code CLUSTERDOWN}, {@code TRYAGAIN}), or by a relay of another
-   * SDK version ({@link #RELAY_REFUSED_SCRIPT}). An allow-list: a timeout
+   * Redis before running the script ({@code CLUSTERDOWN}, {@code TRYAGAIN}). An allow-list: a timeout
    * or a connection lost with the call in flight ({@code "Connection closed"}) may have been run, and
    * its counts stay lost (the safe side). After {@link #budget}'s own re-sends every attempt of a call
    * that ends so was refused the same way.
@@ -178,8 +189,7 @@ public final class BudgetScripts {
     }
     String m = cause.getMessage();
     return BudgetCalls.notSent(cause) || m.startsWith("Request queue size exceeded") || m.startsWith("Command buffer size exceeded")
-        || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed")
-        || m.startsWith(RELAY_REFUSED_SCRIPT);
+        || m.startsWith("Internal stack size exceeded") || m.startsWith("Connection is closed");
   }
 
   /** status.lua: read only; {@code defaults} stand where no configuration is stored. */

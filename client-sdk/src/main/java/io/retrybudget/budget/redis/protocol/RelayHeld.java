@@ -133,7 +133,8 @@ public final class RelayHeld {
     Known before = known(way);
     // the relay's id as kept since its first reply on this way: compared by identity from here on
     String relay = before != null && before.relay().equals(tag.relay()) ? before.relay() : tag.relay();
-    if (before == null || before.batch() != tag.batch() || before.connection() != connection || before.relay() != relay) {
+    if (way >= 0 && (before == null || before.batch() != tag.batch() || before.connection() != connection
+        || before.relay() != relay)) {
       if (way >= relayAt.length) {
         relayAt = java.util.Arrays.copyOf(relayAt, way + 1);
       }

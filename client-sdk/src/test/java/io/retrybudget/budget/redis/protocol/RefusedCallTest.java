@@ -66,10 +66,12 @@ class RefusedCallTest {
     assertTrue(BudgetScripts.neverRun(new java.util.concurrent.CompletionException(
         new io.lettuce.core.RedisException("Currently not connected. Commands are rejected."))));
     // a relay of another SDK version refuses budget.lua unrun (RelaySession, coordinator)
-    assertTrue(BudgetScripts.neverRun(new io.lettuce.core.RedisCommandExecutionException("ERR this relay runs budget.lua"
+    assertTrue(BudgetScripts.refusedAsOtherVersion(new io.lettuce.core.RedisCommandExecutionException("ERR this relay runs budget.lua"
         + " only (sha 1234), not script sha 5678: a budget.lua of another version; a relay and its clients must run the"
         + " same SDK version")));
-    assertFalse(BudgetScripts.neverRun(new io.lettuce.core.RedisCommandExecutionException(
+    assertFalse(BudgetScripts.refusedAsOtherVersion(new io.lettuce.core.RedisCommandExecutionException(
         "ERR user_script:12: Script attempted to access nonexistent global variable")), "a script's error: it ran");
+    assertFalse(BudgetScripts.neverRun(new io.lettuce.core.RedisCommandExecutionException("ERR this relay runs budget.lua"
+        + " only (sha 1234), not script sha 5678")), "kept only by a client with other ways (BudgetLink)");
   }
 }
