@@ -39,6 +39,7 @@ final class BudgetLink {
   private final RelayHeld relayHeld; // counts relays took and Redis may not have yet
   private volatile Learned learned;
   private volatile long remaining = -1; // the paced balance's whole permits in the last applied reply; -1: none yet
+  private volatile boolean viaRelay; // a relay applied the last applied call (its reply had a tag)
 
   BudgetLink(BudgetConfig seed, FleetRegistry fleet, PendingCounts pending, LocalFallback own, FlushSchedule schedule) {
     this.seed = seed;
@@ -127,6 +128,7 @@ final class BudgetLink {
     return sent.thenApply(reply -> {
       if (reply.applied()) {
         remaining = Math.max(0, reply.remaining());
+        viaRelay = how.tag().get() != null;
         Learned told = Learned.of(reply);
         Learned before = learned;
         learned = told;
@@ -177,6 +179,11 @@ final class BudgetLink {
   java.util.OptionalLong remainingPermits() {
     long r = remaining;
     return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
+  }
+
+  /** Whether a relay applied the last applied call ({@link AskAhead}: a relay's clients decide ahead). */
+  boolean viaRelay() {
+    return viaRelay;
   }
 
   /** What Redis last said about the budget, ceiling included (the seed and no fleet until it answered). */

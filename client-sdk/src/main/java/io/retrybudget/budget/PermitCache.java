@@ -74,6 +74,11 @@ final class PermitCache {
     return held.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
   }
 
+  /** Whether no permit is held (or those held are too old at {@code now}). */
+  boolean holdsNone(long now) {
+    return held.get() == 0 || now > heldUntil;
+  }
+
   /** Keeps permits Redis granted (a lease, or a late grant) for this client's next asks, until {@code now + life}. */
   void hold(long permits, long now, long life) {
     if (permits <= 0) {

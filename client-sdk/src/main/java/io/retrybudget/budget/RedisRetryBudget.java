@@ -54,6 +54,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final HealthTracker health; // how this budget sees Redis
   // its calls, and the last configuration and fleet size Redis told it (one immutable snapshot)
   private final BudgetLink link;
+  private final AskAhead ahead; // a relay's client in a storm decides from what it holds, asking ahead
   private volatile boolean closed;
 
   RedisRetryBudget(EngineSettings settings, FleetRegistry fleet, BudgetConfig seed) {
@@ -72,6 +73,7 @@ final class RedisRetryBudget implements RetryBudget {
     this.schedule = new FlushSchedule(settings.flushIntervalMillis(), settings.maxFlushIntervalMillis(), settings.random(),
         () -> fleet.fleetEstimate(seed.name()), clock.getAsLong());
     this.link = new BudgetLink(seed, fleet, pending, own, schedule);
+    this.ahead = new AskAhead(settings, link, permits, health);
     long interval = settings.flushIntervalMillis();
     // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
     long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * settings.random().getAsDouble())));
@@ -114,6 +116,7 @@ final class RedisRetryBudget implements RetryBudget {
   @Override
   public CompletionStage<BudgetDecision> acquire() {
     long now = clock.getAsLong();
+    boolean decidesAhead = ahead.decides(now);
     if (permits.refusing(now)) {
       pending.denied();
       return CompletableFuture.completedFuture(permits.reusedRefusal(now));
@@ -123,6 +126,8 @@ final class RedisRetryBudget implements RetryBudget {
       own.record(now, 0, 1, 0);
       if (!h.asksRedis() && settings.fallbackPolicy() == FallbackPolicy.LOCAL) {
         own.charge(now, link.learned()); // the fallback decides: Redis's late grant is paid from its share, not added to it
+      } else if (decidesAhead && h.asksRedis() && permits.holdsNone(now)) {
+        askAhead(now); // the last one held went: the next ask finds one, if the relay has one and it is this client's turn
       }
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
@@ -142,6 +147,13 @@ final class RedisRetryBudget implements RetryBudget {
     if (want == 0) {
       // not this client's turn to ask: the fleet's permit calls stay under their share of the ceiling
       pending.denied();
+      return CompletableFuture.completedFuture(
+          l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
+    }
+    if (decidesAhead) {
+      // a relay's client in a storm: no ask waits for a round trip; this one is refused at once and the
+      // ask goes ahead, its grant held for the next (AskAhead)
+      ahead.ask(port, now, Math.max(want, AskAhead.want(own.asksPerSecond(now))));
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
@@ -167,6 +179,15 @@ final class RedisRetryBudget implements RetryBudget {
       }
       return decide(reply);
     });
+  }
+
+  private void askAhead(long now) {
+    FleetRegistry.Port port = fleet.port();
+    double rate = own.asksPerSecond(now);
+    long want = port == null || closed ? 0 : permits.permitsToAsk(link.learned(), rate);
+    if (want > 0) {
+      ahead.ask(port, now, Math.max(want, AskAhead.want(rate)));
+    }
   }
 
   private BudgetDecision decide(BudgetReply reply) {
@@ -289,6 +310,16 @@ final class RedisRetryBudget implements RetryBudget {
   /** When the timer's next flush is due (for tests). */
   long nextFlushAt() {
     return schedule.nextFlushAt();
+  }
+
+  /** Whether a relay applied this budget's last applied call: its asks are then decided ahead (for tests). */
+  boolean viaRelay() {
+    return link.viaRelay();
+  }
+
+  /** Asks this budget decided ahead, from what it held, without waiting for a reply (for tests and benchmarks). */
+  long decidedAhead() {
+    return ahead.decided();
   }
 
   /** Whether Redis has applied a call of this budget (counted it in the fleet). */

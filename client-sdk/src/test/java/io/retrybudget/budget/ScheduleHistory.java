@@ -26,6 +26,8 @@ final class ScheduleHistory {
   private long[] callsBefore; // and the calls it had sent
   private long ceilingKnownSince = Long.MAX_VALUE; // every budget knows the fleet and the call ceiling in force
   private final List<long[]> open = new ArrayList<>(); // asked at, answered at (-1: not yet)
+  private final Map<RedisRetryBudget, Long> lastAsk = new java.util.IdentityHashMap<>(); // each budget's last ask
+  long decidedAhead; // asks a relay's client decided at once, asking again within AskAhead.ACTIVE_MILLIS
   private long[] own = new long[0]; // each budget's first attempts so far (SeededBudgetScheduleTest's array)
   long firstAttempts;
   long asks;
@@ -60,7 +62,13 @@ final class ScheduleHistory {
   void ask(RedisRetryBudget b) {
     long at = engine.millis();
     asks++;
+    Long last = lastAsk.put(b, at);
+    boolean ahead = b.viaRelay() && last != null && at - last < AskAhead.ACTIVE_MILLIS;
     CompletableFuture<BudgetDecision> d = b.acquire().toCompletableFuture();
+    // a relay's client asking again within 3 s never waits for a round trip (AskAhead)
+    assertTrue(!ahead || d.isDone(), () -> "a relay's client asking again " + (at - last) + " ms after its last ask"
+        + " waits for its answer: " + b);
+    decidedAhead += ahead ? 1 : 0;
     long[] entry = {at, -1};
     open.add(entry);
     d.thenAccept(decision -> {

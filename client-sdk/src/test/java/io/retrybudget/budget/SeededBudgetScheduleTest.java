@@ -81,6 +81,7 @@ class SeededBudgetScheduleTest {
   static final class Tally {
     long steps;
     long cpuNanos;
+    long decidedAhead;
     final double[] slow = new double[2];
     final Map<String, long[]> callsKnown = new TreeMap<>();
     final TreeMap<Long, Throwable> failures = new TreeMap<>();
@@ -88,6 +89,7 @@ class SeededBudgetScheduleTest {
     void add(Tally o) {
       steps += o.steps;
       cpuNanos += o.cpuNanos;
+      decidedAhead += o.decidedAhead;
       slow[0] += o.slow[0];
       slow[1] += o.slow[1];
       o.callsKnown.forEach((k, v) -> {
@@ -144,6 +146,27 @@ class SeededBudgetScheduleTest {
       pool.shutdownNow();
       QUIET.setLevel(was);
     }
+  }
+
+  /**
+   * The same schedules with the store answering as a relay (its tag on every reply): the budgets then
+   * decide ahead ({@link AskAhead}) and keep every promise above, and a relay's client asking again
+   * within 3 s never waits ({@link ScheduleHistory#ask}).
+   */
+  @Test
+  void randomFaultSchedulesOfARelaysClientsKeepEveryPromise() {
+    int schedules = Integer.getInteger("relaySchedules", DEFAULT_SCHEDULES / 4);
+    Tally t = runSchedules(0, schedules, engine -> engine.portInstead = new RelayLikePort(engine.store), true);
+    if (!t.failures.isEmpty()) {
+      Map.Entry<Long, Throwable> f = t.failures.firstEntry();
+      throw new AssertionError("relay schedule with seed " + f.getKey() + ": " + f.getValue().getMessage(), f.getValue());
+    }
+    assertSlowPhasesYield(t.slow);
+    callsKnown.putAll(t.callsKnown);
+    assertCallsUnderTheCeiling();
+    assertTrue(t.decidedAhead > schedules, "asks decided ahead: " + t.decidedAhead);
+    System.out.printf("SeededBudgetScheduleTest, a relay's clients: %,d schedules, %,d steps, %,d asks decided ahead%n",
+        schedules, t.steps, t.decidedAhead);
   }
 
   @Test
@@ -299,6 +322,7 @@ class SeededBudgetScheduleTest {
         + " first attempts at ratio " + ratioPpm / 1e6 + ", floor " + floor + " (" + n + " budgets; decisions " + h.reasons
         + ", budgets " + budgets + ")");
     settle(engine, store, h);
+    tally.decidedAhead += h.decidedAhead;
     return steps;
   }
 

@@ -19,7 +19,22 @@ public final class VirtualFleet {
   /** Where one process sends its budgets' calls: budget.lua's call and reply, numbered per client by {@code sequence}. */
   public interface Upstream {
     CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence);
+
+    /**
+     * As {@link #budget}, saying whether a relay took the call (its reply then counts as a relay's, as
+     * one with a relay's tag does: the engine decides ahead, {@link AskAhead}). This default: never.
+     */
+    default Answer call(BudgetCall call, ClientSequence sequence) {
+      return new Answer(budget(call, sequence), false);
+    }
   }
+
+  /** A call's reply, and whether a relay took it. */
+  public record Answer(CompletableFuture<BudgetReply> reply, boolean relay) {}
+
+  /** What a relay's reply carries for the engine here: one relay, every batch settled at once. */
+  private static final io.retrybudget.budget.redis.protocol.RelayTag TAG =
+      new io.retrybudget.budget.redis.protocol.RelayTag("virtual-relay", 1, 1, true);
 
   private final EngineSettings settings;
 
@@ -47,7 +62,19 @@ public final class VirtualFleet {
 
     private Process(Upstream upstream) {
       this.upstream = upstream;
-      this.port = upstream::budget;
+      this.port = new FleetRegistry.Port() {
+        @Override
+        public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+          return upstream.budget(call, sequence);
+        }
+
+        @Override
+        public FleetRegistry.Sent send(BudgetCall call, ClientSequence sequence, CallsInDoubt offered) {
+          Answer a = upstream.call(call, sequence);
+          return new FleetRegistry.Sent(a.reply(), 0, () -> FleetRegistry.Sent.UNKNOWN, false, () -> false,
+              io.retrybudget.budget.redis.protocol.RelayHeld.Offer.NONE, () -> a.relay() ? TAG : null, () -> -1);
+        }
+      };
     }
 
     /** A new client of budget {@code seed.name()} in this process (its own client id and counts). */
@@ -91,6 +118,11 @@ public final class VirtualFleet {
   /** Script calls budget {@code b} has sent (hellos, flushes, probes, permit requests). */
   public static long callsSent(RetryBudget b) {
     return ((RedisRetryBudget) b).callsSent();
+  }
+
+  /** Asks budget {@code b} decided ahead, without waiting for a reply ({@link AskAhead}). */
+  public static long decidedAhead(RetryBudget b) {
+    return ((RedisRetryBudget) b).decidedAhead();
   }
 
   /** The id budget {@code b}'s calls carry. */

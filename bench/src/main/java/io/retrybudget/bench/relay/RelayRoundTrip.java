@@ -18,13 +18,16 @@ import java.util.concurrent.locks.LockSupport;
  * One permit decision's round trip in isolation (bench/README.md, "Relay tier, real processes"): one
  * budget of the SDK's {@link RedisBudgetClient} in this JVM, one relay process (the coordinator's shaded
  * jar, {@code COORDINATOR_MODE=relay}) or Redis itself, one redis-server; permit requests one at a
- * time, {@code --gap-us} apart, each a round trip (a budget with a floor far above the asks, one client:
- * every ask goes out for one permit and is granted). Prints the decisions' latency (acquire to
- * answer) and the CPU this JVM and the relay spent per decision, after {@code --warmup-calls} not
+ * time, {@code --gap-us} apart, each a round trip (a budget with a floor far above the asks: every ask
+ * goes out for one permit and is granted). The asks go round {@code --budgets} budgets of one name (by
+ * default enough that each asks once in 4 s, more than {@code AskAhead}'s 3 s: a relay's client asking
+ * more often decides from what it holds, without a round trip). Prints the round trips' latency
+ * (acquire to answer; a decision answered when {@code acquire} returned is counted as local, not
+ * timed) and the CPU this JVM and the relay spent per decision, after {@code --warmup-calls} not
  * recorded. What the storm's p99 adds to this is the machine's scheduling, not the protocol.
  *
  * <p>Options: {@code --coordinator-jar <jar> --target relay|direct --calls 20000 --warmup-calls 20000
- * --gap-us 1000 --work-dir bench/target/relay-round-trip}.
+ * --gap-us 1000 --budgets <n> --work-dir bench/target/relay-round-trip}.
  */
 public final class RelayRoundTrip {
   private RelayRoundTrip() {}
@@ -35,6 +38,7 @@ public final class RelayRoundTrip {
     int calls = 20_000;
     int warmup = 20_000;
     long gapMicros = 1_000;
+    int budgets = -1;
     Path work = Path.of("bench/target/relay-round-trip");
     for (int i = 0; i + 1 < args.length; i += 2) {
       String v = args[i + 1];
@@ -44,6 +48,7 @@ public final class RelayRoundTrip {
         case "--calls" -> calls = Integer.parseInt(v);
         case "--warmup-calls" -> warmup = Integer.parseInt(v);
         case "--gap-us" -> gapMicros = Long.parseLong(v);
+        case "--budgets" -> budgets = Integer.parseInt(v);
         case "--work-dir" -> work = Path.of(v);
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
@@ -53,6 +58,9 @@ public final class RelayRoundTrip {
     }
     if (target.equals("relay") && (jar == null || !Files.isRegularFile(jar))) {
       throw new IllegalArgumentException("--coordinator-jar must name the coordinator's shaded jar, was " + jar);
+    }
+    if (budgets < 0) {
+      budgets = (int) (4 * ASK_AHEAD_MILLIS * 1000 / 3 / Math.max(1, gapMicros)) + 1; // each asks once in 4 s
     }
     Files.createDirectories(work);
     String load = RealRelayStorm.loadAverage();
@@ -65,7 +73,11 @@ public final class RelayRoundTrip {
       // one client, a floor far above its asks: every ask is a round trip for one permit, granted
       BudgetConfig config = BudgetConfig.builder("round-trip").ratio(1.0).minRetriesPerSecond(1_000_000)
           .maxCallsPerSecond(1_000_000).windowSeconds(10).build();
-      RetryBudget budget = client.budget(config);
+      RetryBudget[] budget = new RetryBudget[Math.max(1, budgets)];
+      for (int i = 0; i < budget.length; i++) {
+        budget[i] = client.budget(config);
+        LockSupport.parkNanos(1_000_000); // one a millisecond: their first calls do not all go at once
+      }
       run(budget, warmup, gapMicros, null);
       LatencyHistogram h = new LatencyHistogram();
       long cpu0 = cpuNanos();
@@ -75,11 +87,10 @@ public final class RelayRoundTrip {
       long wall = System.nanoTime() - t0;
       long cpu = cpuNanos() - cpu0;
       long relayCpu = relay == null ? 0 : relay.cpuMillis() - relayCpu0;
-      budget.close();
       client.close();
-      System.out.printf("%s: %,d asks %d µs apart, %,d round trips (%,d decided locally); latency µs p50 %d, p90 %d, "
+      System.out.printf("%s: %,d asks %d µs apart over %,d budgets, %,d round trips (%,d decided locally); latency µs p50 %d, p90 %d, "
               + "p99 %d, p99.9 %d, max %d; this JVM's CPU %.1f µs an ask; the relay's %.1f µs an answer; "
-              + "%.1f s; load before %s, after %s%n", target, calls, gapMicros, counted[0], counted[1],
+              + "%.1f s; load before %s, after %s%n", target, calls, gapMicros, budget.length, counted[0], counted[1],
           h.percentile(0.5), h.percentile(0.9), h.percentile(0.99), h.percentile(0.999), h.percentile(1.0),
           cpu / 1000.0 / calls, relay == null ? 0.0 : relayCpu * 1000.0 / Math.max(1, counted[0]), wall / 1e9, load,
           RealRelayStorm.loadAverage());
@@ -87,8 +98,14 @@ public final class RelayRoundTrip {
     System.exit(0);
   }
 
-  /** {@code n} asks one at a time; returns the round trips and the decisions made locally. */
-  private static long[] run(RetryBudget budget, int n, long gapMicros, LatencyHistogram h) {
+  /**
+   * A relay's client asking again within this long decides ahead, from what it holds
+   * ({@code io.retrybudget.budget.AskAhead.ACTIVE_MILLIS}).
+   */
+  private static final long ASK_AHEAD_MILLIS = 3_000;
+
+  /** {@code n} asks one at a time, round the budgets; returns the round trips and the decisions made locally. */
+  private static long[] run(RetryBudget[] budgets, int n, long gapMicros, LatencyHistogram h) {
     long remote = 0;
     long local = 0;
     long next = System.nanoTime();
@@ -96,9 +113,11 @@ public final class RelayRoundTrip {
       next += gapMicros * 1000;
       LockSupport.parkNanos(next - System.nanoTime());
       long t0 = System.nanoTime();
-      BudgetDecision d = budget.acquire().toCompletableFuture().join();
+      java.util.concurrent.CompletableFuture<BudgetDecision> f = budgets[i % budgets.length].acquire().toCompletableFuture();
+      boolean roundTrip = !f.isDone();
+      BudgetDecision d = f.join();
       long micros = (System.nanoTime() - t0) / 1000;
-      boolean roundTrip = d.reason() == BudgetDecision.Reason.GRANTED || d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED;
+      roundTrip &= d.reason() == BudgetDecision.Reason.GRANTED || d.reason() == BudgetDecision.Reason.DENIED_EXHAUSTED;
       if (roundTrip) {
         remote++;
         if (h != null) {

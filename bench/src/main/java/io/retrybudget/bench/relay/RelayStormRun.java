@@ -178,9 +178,11 @@ final class RelayStormRun {
     long before = port.permitCalls;
     long beforeRedis = port.redisPermitCalls;
     int sec = second();
+    long ahead = VirtualFleet.decidedAhead(clients[i]);
     java.util.concurrent.CompletionStage<BudgetDecision> decision = clients[i].acquire();
     if (sec >= 0 && sec < localDecisions.length) {
-      if (port.permitCalls == before) {
+      // a decision is local when it made no call, or was decided ahead (its call went in the background)
+      if (port.permitCalls == before || VirtualFleet.decidedAhead(clients[i]) > ahead) {
         localDecisions[sec]++;
       } else if (port.redisPermitCalls > beforeRedis) {
         redisDecisions[sec]++;

@@ -46,11 +46,17 @@ final class RoutedPort implements VirtualFleet.Upstream {
 
   @Override
   public CompletableFuture<BudgetReply> budget(BudgetCall call, ClientSequence sequence) {
+    return call(call, sequence).reply();
+  }
+
+  /** As {@link #budget}; a relay's reply says so (the engine then decides its storm's asks ahead). */
+  @Override
+  public VirtualFleet.Answer call(BudgetCall call, ClientSequence sequence) {
     long now = time.millis();
     int way = route.pick(now);
     if (way == FailoverRoute.NONE) {
       lostRequests += call.requests();
-      return CompletableFuture.failedFuture(new ConnectException("no relay and no Redis"));
+      return new VirtualFleet.Answer(CompletableFuture.failedFuture(new ConnectException("no relay and no Redis")), false);
     }
     if (call.need() > 0) {
       permitCalls++;
@@ -61,7 +67,7 @@ final class RoutedPort implements VirtualFleet.Upstream {
       }
       route.answered(way);
       answered(sequence.clientId(), now);
-      return redis.budget(call, sequence);
+      return new VirtualFleet.Answer(redis.budget(call, sequence), false);
     }
     long seq = ++numbers.computeIfAbsent(sequence.clientId(), id -> new long[1])[0];
     CompletableFuture<BudgetReply> reply = relays[way].call(sequence.clientId(), seq, call, second.getAsInt());
@@ -72,7 +78,7 @@ final class RoutedPort implements VirtualFleet.Upstream {
       route.answered(way);
       answered(sequence.clientId(), now);
     }
-    return reply;
+    return new VirtualFleet.Answer(reply, true);
   }
 
   /** From {@code now} on, notes when each client's first call is answered. */
