@@ -5,67 +5,111 @@ import io.retrybudget.budget.redis.protocol.BudgetReply;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Decisions ahead of the asks, for a budget a relay serves: a client that asks again within
- * {@link #ACTIVE_MILLIS} of its last ask (one in a storm) decides every ask from what it holds, and keeps
- * an answer ready by asking in the background, so that no retry waits for a round trip.
+ * {@link #ACTIVE_MILLIS} of its last ask, its relay having refused one of its asks within that time or
+ * holding no permit at its last reply (a storm), decides at once, and keeps an answer ready by asking in the background, so that no retry in a storm waits for
+ * a round trip.
  *
  * <ul>
- *   <li>A permit held (a lease, or one asked for ahead) is taken at once; when the last one goes, the next
- *       is asked for in the background.
+ *   <li>A permit held is taken at once; when the last one goes (or a round trip was granted), the next is
+ *       asked for in the background.
  *   <li>A refusal the relay gave is reused, as any refusal ({@link PermitCache}).
- *   <li>With neither, the ask is refused at once and one ask goes in the background (one at a time): its
- *       grant is held for this client's next ask, its refusal reused. The refusal made at once is not
- *       counted as a denial: the ask that goes stands for it (the relay sizes its draws by asks). In
- *       shadow mode that ask is answered {@code shadow} as at once; nothing is held.
+ *   <li>With neither, while the relay refused one of this client's asks lately or said its pool was empty,
+ *       the ask is refused at once and
+ *       one ask goes in the background (one at a time): its grant is held for this client's next ask, its
+ *       refusal reused. Each refusal is counted once: by the ask that went for it if that ask is refused
+ *       (the relay counts it), else as a denial the client reports (no ask went: one was on its way; or
+ *       the ask was granted, for the next ask). In shadow mode the refusal is {@code GRANTED_SHADOW}, as the relay's answer would be.
+ *   <li>With neither while the relay has not refused this client lately and holds permits (a budget with
+ *       permits to spare), the ask waits for its answer as before: a lone retry, or a burst of them, is never refused for want of a permit
+ *       asked ahead.
  * </ul>
  *
  * The fleet's retries are what the relays hand out either way (in a storm every draw empties the
- * budget's balance): asking ahead moves a grant from this ask to the client's next, within
- * {@link #lifeMillis}; a permit not used by then is dropped, counted and never used (the safe side). A
- * client that asks less often than once a {@link #ACTIVE_MILLIS} (a failure now and then) waits for its
- * answer as before, so a lone retry is never refused for want of a permit asked ahead. Through Redis
- * directly nothing changes: asks are sampled there ({@link PermitCache#permitsToAsk}).
+ * budget's balance): asking ahead moves a grant from one ask to the client's next, within
+ * {@link #lifeMillis}; a permit not used by then is dropped, counted and never used (the safe side). An
+ * ask in the background that no refusal stood for (after a take) and that is refused was counted by the
+ * relay as a denial: the next reuse of that refusal is not counted again. Only while the budget is
+ * HEALTHY: after a failed call the ordinary path answers (the fallback policy's in-doubt decision).
+ * Through Redis directly nothing changes: asks are sampled there ({@link PermitCache#permitsToAsk}).
  */
 final class AskAhead {
   /**
-   * A client that asked within this long decides its next ask from what it holds. Asks that come at
-   * random (a Poisson stream of 2 a second) leave a gap this long before e^-6 = 0.25 % of them, each
-   * then waiting for its answer; a permit asked ahead is held at least this long, so a client asking
-   * more often than this finds the one asked for at its last ask.
+   * A client that asked within this long decides its next ask ahead. Asks that come at random (a
+   * Poisson stream of 2 a second) leave a gap this long before e^-6 = 0.25 % of them, each then waiting
+   * for its answer; a permit asked ahead is held this long (within the window), so a client asking more
+   * often finds the one asked for at its last ask.
    */
   static final long ACTIVE_MILLIS = 3_000;
-  /** An ask ahead asks for the permits this client's asks would take in this long (at least 1). */
-  static final long HORIZON_MILLIS = 500;
 
   private final EngineSettings settings;
   private final BudgetLink link;
   private final PermitCache permits;
   private final HealthTracker health;
+  private final LocalFallback own;
+  private final PendingCounts pending;
   private final AtomicBoolean inFlight = new AtomicBoolean();
-  private final java.util.concurrent.atomic.LongAdder decided = new java.util.concurrent.atomic.LongAdder();
+  private final AtomicBoolean refusalCounted = new AtomicBoolean(); // the relay counted the refusal being reused
+  private final LongAdder decided = new LongAdder();
   private volatile long lastAsk = Long.MIN_VALUE;
+  private volatile long lastRefusal = Long.MIN_VALUE; // when the relay last refused this client's ask
 
-  AskAhead(EngineSettings settings, BudgetLink link, PermitCache permits, HealthTracker health) {
+  AskAhead(EngineSettings settings, BudgetLink link, PermitCache permits, HealthTracker health, LocalFallback own,
+      PendingCounts pending) {
     this.settings = settings;
     this.link = link;
     this.permits = permits;
     this.health = health;
+    this.own = own;
+    this.pending = pending;
   }
 
   /**
-   * An ask at {@code now}: whether it is decided from what the client holds (a relay served the last
-   * call, and the client asked within {@link #ACTIVE_MILLIS}). Every ask is noted.
+   * An ask at {@code now}: whether it may be decided ahead (a relay answered the last call, and the
+   * client asked within {@link #ACTIVE_MILLIS}). Every ask is noted.
    */
-  boolean decides(long now) {
+  boolean active(long now) {
     long last = lastAsk;
     lastAsk = now;
-    boolean ahead = link.viaRelay() && last != Long.MIN_VALUE && now - last < ACTIVE_MILLIS;
-    if (ahead) {
-      decided.increment();
+    return link.viaRelay() && last != Long.MIN_VALUE && now - last < ACTIVE_MILLIS;
+  }
+
+  /**
+   * Whether an ask active at {@code now} with nothing held is refused at once: the budget is HEALTHY and
+   * the relay refused one of this client's asks within {@link #ACTIVE_MILLIS}, or its last reply said
+   * its pool was empty (a storm). A client the relay has not refused lately, whose relay holds permits
+   * (a budget with permits to spare), waits for its answer.
+   */
+  boolean refusesAtOnce(RedisHealth.State h, long now) {
+    if (h != RedisHealth.State.HEALTHY || !(refusedLately(now) || link.remaining() == 0)) {
+      return false;
     }
-    return ahead;
+    decided.increment();
+    return true;
+  }
+
+  /** The relay refused an ask of this client at {@code now}. */
+  void refused(long now) {
+    lastRefusal = now;
+  }
+
+  /** Whether the relay refused an ask of this client within {@link #ACTIVE_MILLIS} of {@code now} (for tests). */
+  boolean refusedLately(long now) {
+    long last = lastRefusal;
+    return last != Long.MIN_VALUE && now - last < ACTIVE_MILLIS;
+  }
+
+  /** A decision ahead that takes a permit held or reuses a refusal (for tests and benchmarks). */
+  void decidedFromHeld() {
+    decided.increment();
+  }
+
+  /** Whether the refusal being reused was counted by the relay already (once: the next reuse is counted). */
+  boolean refusalCounted() {
+    return refusalCounted.get() && refusalCounted.getAndSet(false);
   }
 
   /** Asks decided ahead so far (for tests and benchmarks). */
@@ -73,19 +117,15 @@ final class AskAhead {
     return decided.sum();
   }
 
-  /** Whether an ask is on its way (for tests). */
-  boolean asking() {
-    return inFlight.get();
-  }
-
   /**
-   * Asks in the background for {@code want} permits (at least {@link #want}), unless an ask is on its way
-   * already: a grant is held for this client's next asks, a refusal reused, a failure told to the health
-   * tracker as any call's.
+   * Asks in the background for {@code want} permits, unless an ask is on its way already (then returns
+   * false): a grant is held for this client's next asks, a refusal reused, a failure told to the health
+   * tracker as any call's. {@code forRefusal}: the ask stands for a refusal made at once (its denial, if
+   * refused, is that refusal's).
    */
-  void ask(FleetRegistry.Port port, long now, long want) {
+  boolean ask(FleetRegistry.Port port, long now, long want, boolean forRefusal) {
     if (!inFlight.compareAndSet(false, true)) {
-      return;
+      return false;
     }
     CompletableFuture<BudgetReply> call;
     try {
@@ -93,51 +133,65 @@ final class AskAhead {
     } catch (RuntimeException e) {
       inFlight.set(false);
       health.failure(e);
-      return;
+      return true;
     }
     settings.timer().within(call, settings.callTimeoutMillis()).whenComplete((reply, error) -> {
-      inFlight.set(false);
-      long at = settings.clock().getAsLong();
-      if (error == null) {
-        answered(reply, at);
-        return;
-      }
-      health.failure(error);
-      if (error instanceof TimeoutException) {
-        call.thenAccept(late -> {
-          if (late.applied()) {
-            health.on(RedisHealth.Event.REPLY_LATE, null);
-          }
-          permits.keepLate(late, settings.clock().getAsLong(), link.learned());
-        });
+      try {
+        if (error == null) {
+          answered(reply, settings.clock().getAsLong(), forRefusal);
+          return;
+        }
+        health.failure(error);
+        if (error instanceof TimeoutException) {
+          call.thenAccept(late -> {
+            if (late.applied()) {
+              health.on(RedisHealth.Event.REPLY_LATE, null);
+            }
+            if (!BudgetReply.SHADOW.equals(late.status())) {
+              permits.keepLate(late, settings.clock().getAsLong(), link.learned());
+            }
+          });
+        }
+      } finally {
+        inFlight.set(false);
       }
     });
+    return true;
   }
 
-  private void answered(BudgetReply reply, long now) {
+  private void answered(BudgetReply reply, long now, boolean forRefusal) {
     if (!reply.applied()) {
       return; // its counts go with the next call (BudgetLink); the next ask asks again
     }
     health.on(RedisHealth.Event.REPLY_IN_TIME, null);
     Learned l = link.learned();
-    if (BudgetReply.GRANTED.equals(reply.status())) {
-      permits.hold(Math.max(1, reply.granted()), now, lifeMillis(l));
-    } else if (BudgetReply.DENIED.equals(reply.status())) {
-      permits.exhausted(now, reply, l);
+    switch (reply.status()) {
+      case BudgetReply.GRANTED -> {
+        permits.hold(Math.max(1, reply.granted()), now, lifeMillis(l));
+        if (forRefusal) {
+          pending.denied(); // the refusal made at once, which a granted ask does not count
+        }
+      }
+      case BudgetReply.SHADOW -> {
+        if (forRefusal) {
+          own.record(now, 0, 1, 1); // the shadow grant made at once, as the relay counted it
+        }
+      }
+      case BudgetReply.DENIED -> {
+        own.record(now, 0, 0, 1);
+        permits.exhausted(now, reply, l);
+        refused(now);
+        if (!forRefusal) {
+          refusalCounted.set(true);
+        }
+      }
+      default -> { }
     }
   }
 
-  /**
-   * Permits an ask ahead asks for at least, for a client asking {@code asksPerSecond}: its asks in
-   * {@link #HORIZON_MILLIS}, 1 to {@link PermitCache#MAX_LEASE}.
-   */
-  static long want(double asksPerSecond) {
-    double asks = Math.ceil(asksPerSecond * HORIZON_MILLIS / 1000.0);
-    return !(asks >= 1) ? 1 : (long) Math.min(PermitCache.MAX_LEASE, asks);
-  }
-
-  /** How long a permit asked for ahead is held: one bucket of the window, at least {@link #ACTIVE_MILLIS}. */
+  /** How long a permit asked for ahead is held: {@link #ACTIVE_MILLIS} or one bucket, within the window. */
   static long lifeMillis(Learned l) {
-    return Math.max(ACTIVE_MILLIS, l.windowSeconds() * 1000L / SlidingWindowCounts.BUCKETS);
+    long window = l.windowSeconds() * 1000L;
+    return Math.min(window, Math.max(ACTIVE_MILLIS, window / SlidingWindowCounts.BUCKETS));
   }
 }

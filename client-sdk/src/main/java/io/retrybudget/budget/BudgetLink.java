@@ -181,6 +181,11 @@ final class BudgetLink {
     return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
   }
 
+  /** The paced balance's (a relay's pool's) whole permits in the last applied reply; -1 before one. */
+  long remaining() {
+    return remaining;
+  }
+
   /** Whether a relay applied the last applied call ({@link AskAhead}: a relay's clients decide ahead). */
   boolean viaRelay() {
     return viaRelay;

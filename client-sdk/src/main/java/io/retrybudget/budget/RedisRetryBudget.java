@@ -73,7 +73,7 @@ final class RedisRetryBudget implements RetryBudget {
     this.schedule = new FlushSchedule(settings.flushIntervalMillis(), settings.maxFlushIntervalMillis(), settings.random(),
         () -> fleet.fleetEstimate(seed.name()), clock.getAsLong());
     this.link = new BudgetLink(seed, fleet, pending, own, schedule);
-    this.ahead = new AskAhead(settings, link, permits, health);
+    this.ahead = new AskAhead(settings, link, permits, health, own, pending);
     long interval = settings.flushIntervalMillis();
     // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
     long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * settings.random().getAsDouble())));
@@ -116,18 +116,21 @@ final class RedisRetryBudget implements RetryBudget {
   @Override
   public CompletionStage<BudgetDecision> acquire() {
     long now = clock.getAsLong();
-    boolean decidesAhead = ahead.decides(now);
+    boolean active = ahead.active(now); // a relay's client asking again within 3 s (AskAhead)
     if (permits.refusing(now)) {
-      pending.denied();
+      if (!ahead.refusalCounted()) {
+        pending.denied();
+      }
       return CompletableFuture.completedFuture(permits.reusedRefusal(now));
     }
     RedisHealth.State h = health.state();
-    if (permits.take(now)) {
+    if (!closed && permits.take(now)) {
       own.record(now, 0, 1, 0);
       if (!h.asksRedis() && settings.fallbackPolicy() == FallbackPolicy.LOCAL) {
         own.charge(now, link.learned()); // the fallback decides: Redis's late grant is paid from its share, not added to it
-      } else if (decidesAhead && h.asksRedis() && permits.holdsNone(now)) {
-        askAhead(now); // the last one held went: the next ask finds one, if the relay has one and it is this client's turn
+      } else if (active && h == RedisHealth.State.HEALTHY && permits.holdsNone(now)) {
+        ahead.decidedFromHeld();
+        askAhead(now); // the last one held went: the next ask finds one, if the relay has one
       }
       return CompletableFuture.completedFuture(BudgetDecision.GRANTED);
     }
@@ -150,10 +153,12 @@ final class RedisRetryBudget implements RetryBudget {
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
-    if (decidesAhead) {
-      // a relay's client in a storm: no ask waits for a round trip; this one is refused at once and the
-      // ask goes ahead, its grant held for the next (AskAhead)
-      ahead.ask(port, now, Math.max(want, AskAhead.want(own.asksPerSecond(now))));
+    if (active && ahead.refusesAtOnce(h, now)) {
+      // a relay's client in a storm, refused lately: no ask waits for a round trip; this one
+      // is refused at once and an ask goes in the background, its grant held for the next (AskAhead)
+      if (!ahead.ask(port, now, want, true)) {
+        pending.denied(); // no ask stands for it
+      }
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
@@ -177,16 +182,20 @@ final class RedisRetryBudget implements RetryBudget {
         }
         return decision;
       }
-      return decide(reply);
+      BudgetDecision d = decide(reply);
+      if (active && d == BudgetDecision.GRANTED && health.state() == RedisHealth.State.HEALTHY) {
+        askAhead(clock.getAsLong()); // granted: the client's next ask finds one
+      }
+      return d;
     });
   }
 
+  /** An ask in the background that no refusal stands for (AskAhead), if it is this client's turn. */
   private void askAhead(long now) {
     FleetRegistry.Port port = fleet.port();
-    double rate = own.asksPerSecond(now);
-    long want = port == null || closed ? 0 : permits.permitsToAsk(link.learned(), rate);
+    long want = port == null || closed ? 0 : permits.permitsToAsk(link.learned(), own.asksPerSecond(now));
     if (want > 0) {
-      ahead.ask(port, now, Math.max(want, AskAhead.want(rate)));
+      ahead.ask(port, now, want, false);
     }
   }
 
@@ -209,6 +218,7 @@ final class RedisRetryBudget implements RetryBudget {
       case BudgetReply.DENIED:
         own.record(now, 0, 0, 1);
         permits.exhausted(now, reply, link.learned());
+        ahead.refused(now);
         return BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED, reply.nextGrantMillis());
       default:
         throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
@@ -315,6 +325,11 @@ final class RedisRetryBudget implements RetryBudget {
   /** Whether a relay applied this budget's last applied call: its asks are then decided ahead (for tests). */
   boolean viaRelay() {
     return link.viaRelay();
+  }
+
+  /** Whether its relay refused an ask of this budget within AskAhead's 3 s of {@code now} (for tests). */
+  boolean refusedLately(long now) {
+    return ahead.refusedLately(now);
   }
 
   /** Asks this budget decided ahead, from what it held, without waiting for a reply (for tests and benchmarks). */

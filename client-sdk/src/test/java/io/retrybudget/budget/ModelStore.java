@@ -63,6 +63,8 @@ final class ModelStore implements FleetRegistry.Port {
   long permitsGranted; // permits handed out in replies to applied permit calls
   long requestsCounted;
   long fallbackRetriesReported;
+  long deniedCounted; // denials reported by calls, and asks refused
+  private final java.util.List<Long> asksAt = new java.util.ArrayList<>(); // the call number of each ask (need > 0)
   final Map<Long, Long> runPerSecond = new HashMap<>(); // engine second -> calls Redis ran in it
 
   ModelStore(LongSupplier clock, RetryScheduler time, long flushTimeoutMillis) {
@@ -102,6 +104,11 @@ final class ModelStore implements FleetRegistry.Port {
     return FleetCount.read(fleet, FleetCount.epochOf(redisMillis())).estimate();
   }
 
+  /** Asks (calls with need > 0) the store ran after its call number {@code from}. */
+  long asksSince(long from) {
+    return asksAt.stream().filter(n -> n > from).count();
+  }
+
   /** Every reply after {@code delayMillis}. */
   void replyAfter(long delayMillis) {
     faults = () -> new long[] {Delivery.FAST.ordinal(), delayMillis};
@@ -139,6 +146,9 @@ final class ModelStore implements FleetRegistry.Port {
       return reply;
     }
     runPerSecond.merge(clock.getAsLong() / 1000, 1L, Long::sum);
+    if (call.need() > 0) {
+      asksAt.add(calls);
+    }
     BudgetReply answer = apply(call, sequence.clientId());
     if (delivery != Delivery.LOST) {
       time.schedule(() -> reply.complete(answer), how[1] * FakeEngine.MS);
@@ -168,6 +178,7 @@ final class ModelStore implements FleetRegistry.Port {
     counts.add(now, call.requests(), call.retries(), call.denied());
     requestsCounted += call.requests();
     fallbackRetriesReported += call.retries();
+    deniedCounted += call.denied();
     balance.update(now, call.requests(), counts.requests(now), counts.spanMillis(now), windowSeconds, ratioPpm, floorPpm);
     balance.withdraw(call.retries() * PPM); // the fallback's grants were paid by its first attempts
     String status = BudgetReply.COUNTED;
@@ -182,6 +193,7 @@ final class ModelStore implements FleetRegistry.Port {
         status = BudgetReply.GRANTED;
       } else {
         counts.add(now, 0, 0, 1);
+        deniedCounted++;
         status = BudgetReply.DENIED;
       }
     }
