@@ -10,22 +10,22 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Decisions ahead of the asks, for a budget a relay serves: a client that asks again within
  * {@link #ACTIVE_MILLIS} of its last ask, its relay having refused one of its asks within that time or
- * holding no permit at its last reply (a storm), decides at once, and keeps an answer ready by asking in the background, so that no retry in a storm waits for
- * a round trip.
+ * holding no permit at its last reply (a storm), decides at once, and keeps an answer ready by asking
+ * in the background, so that no retry in a storm waits for a round trip.
  *
  * <ul>
- *   <li>A permit held is taken at once; when the last one goes (or a round trip was granted), the next is
- *       asked for in the background.
+ *   <li>A permit held is taken at once; when the last one goes (or a round trip was granted), the next
+ *       is asked for in the background.
  *   <li>A refusal the relay gave is reused, as any refusal ({@link PermitCache}).
- *   <li>With neither, while the relay refused one of this client's asks lately or said its pool was empty,
- *       the ask is refused at once and
- *       one ask goes in the background (one at a time): its grant is held for this client's next ask, its
- *       refusal reused. Each refusal is counted once: by the ask that went for it if that ask is refused
- *       (the relay counts it), else as a denial the client reports (no ask went: one was on its way; or
- *       the ask was granted, for the next ask). In shadow mode the refusal is {@code GRANTED_SHADOW}, as the relay's answer would be.
- *   <li>With neither while the relay has not refused this client lately and holds permits (a budget with
- *       permits to spare), the ask waits for its answer as before: a lone retry, or a burst of them, is never refused for want of a permit
- *       asked ahead.
+ *   <li>With neither, while the relay refused one of this client's asks lately or said its pool was
+ *       empty, the ask is refused at once and one ask goes in the background (one at a time): its grant
+ *       is held for this client's next ask, its refusal reused. Each refusal is counted once: by the ask
+ *       that went for it if that ask is refused (the relay counts it), else as a denial the client
+ *       reports (no ask went: one was on its way; or the ask was granted, for the next ask). In shadow
+ *       mode the refusal is {@code GRANTED_SHADOW}, as the relay's answer would be.
+ *   <li>With neither while the relay has not refused this client lately and holds permits (a budget
+ *       with permits to spare), the ask waits for its answer as before: a lone retry, or a burst of
+ *       them, is never refused for want of a permit asked ahead.
  * </ul>
  *
  * The fleet's retries are what the relays hand out either way (in a storm every draw empties the
@@ -102,7 +102,7 @@ final class AskAhead {
     return last != Long.MIN_VALUE && now - last < ACTIVE_MILLIS;
   }
 
-  /** A decision ahead that takes a permit held or reuses a refusal (for tests and benchmarks). */
+  /** A decision ahead that took a permit held (for tests and benchmarks). */
   void decidedFromHeld() {
     decided.increment();
   }

@@ -177,7 +177,7 @@ final class BudgetLink {
 
   /** The paced balance's whole permits in Redis's last applied reply; empty before one. */
   java.util.OptionalLong remainingPermits() {
-    long r = remaining;
+    long r = remaining();
     return r < 0 ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(r);
   }
 

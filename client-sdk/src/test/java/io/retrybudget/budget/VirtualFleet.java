@@ -120,6 +120,9 @@ public final class VirtualFleet {
     return ((RedisRetryBudget) b).callsSent();
   }
 
+  /** A relay's client asking again within this long decides ahead, from what it holds ({@link AskAhead}). */
+  public static final long ASK_AHEAD_MILLIS = AskAhead.ACTIVE_MILLIS;
+
   /** Asks budget {@code b} decided ahead, without waiting for a reply ({@link AskAhead}). */
   public static long decidedAhead(RetryBudget b) {
     return ((RedisRetryBudget) b).decidedAhead();

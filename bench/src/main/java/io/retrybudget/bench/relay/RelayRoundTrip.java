@@ -4,6 +4,7 @@ import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.BudgetDecision;
 import io.retrybudget.budget.RedisBudgetClient;
 import io.retrybudget.budget.RetryBudget;
+import io.retrybudget.budget.VirtualFleet;
 import io.retrybudget.budget.redis.transport.RedisConnectionOptions;
 import io.retrybudget.testing.RedisServerProcess;
 import java.nio.file.Files;
@@ -60,7 +61,7 @@ public final class RelayRoundTrip {
       throw new IllegalArgumentException("--coordinator-jar must name the coordinator's shaded jar, was " + jar);
     }
     if (budgets < 0) {
-      budgets = (int) (4 * ASK_AHEAD_MILLIS * 1000 / 3 / Math.max(1, gapMicros)) + 1; // each asks once in 4 s
+      budgets = (int) (4 * VirtualFleet.ASK_AHEAD_MILLIS * 1000 / 3 / Math.max(1, gapMicros)) + 1; // each asks once in 4 s
     }
     Files.createDirectories(work);
     String load = RealRelayStorm.loadAverage();
@@ -97,12 +98,6 @@ public final class RelayRoundTrip {
     }
     System.exit(0);
   }
-
-  /**
-   * A relay's client asking again within this long decides ahead, from what it holds
-   * ({@code io.retrybudget.budget.AskAhead.ACTIVE_MILLIS}).
-   */
-  private static final long ASK_AHEAD_MILLIS = 3_000;
 
   /** {@code n} asks one at a time, round the budgets; returns the round trips and the decisions made locally. */
   private static long[] run(RetryBudget[] budgets, int n, long gapMicros, LatencyHistogram h) {
