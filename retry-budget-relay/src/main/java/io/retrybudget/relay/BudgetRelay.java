@@ -28,10 +28,12 @@ import java.util.function.DoubleSupplier;
  *       forwards for others' clients: {@link #upstreamExtras});
  *   <li>each such call also draws permits from the budget's paced balance for the asks expected until
  *       the next one ({@link RelayArithmetic#drawSize}); Redis counts them granted as it hands them out,
- *       and the relay hands them to its clients' asks ({@link PermitPool}); with none held an ask is
- *       refused and counted as denied, as budget.lua refuses it. A cold relay (no draw in the last 2 s)
- *       draws at its first ask, its next call brought forward, for its clients' paced share and burst
- *       ({@link RelayArithmetic#coldDrawSize});
+ *       and the relay hands them to its clients' asks ({@link PermitPool}); with none held it grants
+ *       from its part of the balance Redis last reported, paid with its next call ({@link ShareLending}:
+ *       a lone retry on a budget with permits to spare is granted at once); with nothing to lend either
+ *       an ask is refused and counted as denied, as budget.lua refuses it. A cold relay (no draw in the
+ *       last 2 s) draws at its first refusal, its next call brought forward, for its clients' paced
+ *       share and burst less what it lent ({@link RelayArithmetic#coldDrawSize});
  *   <li>each report is applied at most once ({@link ReportLedger}); a call Redis did not apply (stale,
  *       missing) or that was refused unsent goes with the next one; a call whose fate is unknown (a
  *       timeout, a connection lost in flight) is sent again as it was, with its own number, until Redis
@@ -66,6 +68,7 @@ public final class BudgetRelay {
   private int failures;
   private boolean cutOff;
   private final LocalShare local = new LocalShare(); // the paced share it grants from while cut off
+  private final ShareLending lending = new ShareLending(); // its part of Redis's balance, granted with nothing drawn
   private final RelayBatches batches = new RelayBatches();
 
   public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
@@ -139,8 +142,8 @@ public final class BudgetRelay {
       return reply(BudgetReply.COUNTED, 0, now);
     }
     long granted = pool.take(call.need(), call.want(), now);
-    if (granted == 0 && cutOff) {
-      granted = takeLocal(call.need(), call.want(), now);
+    if (granted == 0) {
+      granted = cutOff ? takeLocal(call.need(), call.want(), now) : lend(call.need(), call.want());
     }
     if (granted > 0) {
       return reply(BudgetReply.GRANTED, granted, now);
@@ -195,6 +198,7 @@ public final class BudgetRelay {
       return null;
     }
     BudgetCall c = pending.take(name, want, inForce.seed()); // every count: the call closes the batch
+    lending.taken(); // and every grant lent so far
     batches.close();
     inFlight = true;
     schedule.sent(now, want > 0);
@@ -223,6 +227,7 @@ public final class BudgetRelay {
     }
     applied.add(now, sent.requests(), 0, 0);
     inForce.upstream(reply);
+    lending.applied();
     if (cutOff) {
       cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
       local.reset();
@@ -298,6 +303,7 @@ public final class BudgetRelay {
   /** A call to Redis came to nothing: one more failure in a row (enough of them cut the relay off). */
   private void failed(long now) {
     inFlight = false;
+    lending.unknown();
     if (++failures >= settings.failuresToCutOff() && !cutOff) {
       cutOff = true;
     }
@@ -305,6 +311,7 @@ public final class BudgetRelay {
   }
 
   private void giveBack(BudgetCall sent) {
+    lending.unknown(); // its grants lent go again with the next call
     pending.giveBack(sent);
     batches.givenBack();
   }
@@ -330,6 +337,22 @@ public final class BudgetRelay {
         settings.minUpstreamMillis(), settings.maxUpstreamMillis()));
   }
 
+  /**
+   * A grant with nothing drawn, from this relay's part of the balance Redis last reported
+   * ({@link ShareLending}): reported to Redis with the next call as a retry granted here, which
+   * budget.lua pays from the balance before it grants a draw.
+   */
+  private long lend(long need, long want) {
+    long lendable = lending.lendable(inForce.upstream());
+    if (lendable < need) {
+      return 0;
+    }
+    long granted = Math.min(want, lendable);
+    lending.lent(granted);
+    pending.add(0, 0, granted);
+    return granted;
+  }
+
   /** A grant from the relay's own paced share while cut off; it is reported to Redis as a fallback's grants are. */
   private long takeLocal(long need, long want, long now) {
     long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
@@ -341,7 +364,7 @@ public final class BudgetRelay {
 
   private BudgetReply reply(String status, long granted, long now) {
     long fleet = fleet(now);
-    long held = pool.held(now);
+    long held = available(now);
     long next;
     if (held > 0) {
       next = 0;
@@ -355,6 +378,11 @@ public final class BudgetRelay {
         u == null ? 0 : u.denied(), u == null ? 0 : u.allowance(), fleet, ratioPpm(), windowSeconds(),
         minRetriesPerSecond(), inForce.mode().wireName(), held, next, u == null ? 0 : u.refillPpm(), maxCallsPerSecond(),
         RelayArithmetic.clientCeiling(settings.clientCallsPerSecond(), fleet, ledger.clients(now)));
+  }
+
+  /** What an ask could be granted at {@code now}: the permits held and, unless cut off, what may be lent. */
+  private long available(long now) {
+    return pool.held(now) + (cutOff ? 0 : lending.lendable(inForce.upstream()));
   }
 
   /** The fleet's size as this relay estimates it ({@link RelayArithmetic#fleetEstimate}). */
@@ -380,7 +408,7 @@ public final class BudgetRelay {
    */
   private long drawSize(long now) {
     long horizon = schedule.horizonMillis(now);
-    long held = pool.held(now);
+    long held = available(now); // what may be lent needs no draw: the call pays for it first
     long cap = BudgetCall.callCap(inForce.seed());
     double asks = demandPerSecond(now);
     long want = RelayArithmetic.drawSize(asks, horizon, held, cap);
@@ -389,7 +417,10 @@ public final class BudgetRelay {
     }
     long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
     double firstPerSecond = own.requests(now) * 1000.0 / own.spanMillis(now);
-    return Math.max(want, RelayArithmetic.coldDrawSize(firstPerSecond, ratioPpm(), floor, horizon, held, cap));
+    // the burst part of a cold draw less what was lent from this relay's part of the balance since
+    // Redis last answered: that part is handed out already
+    return Math.max(want, RelayArithmetic.coldDrawSize(firstPerSecond, ratioPpm(), floor, horizon,
+        held + lending.outstanding(), cap));
   }
 
   private long ratioPpm() {
@@ -441,6 +472,19 @@ public final class BudgetRelay {
   /** Permits held for the clients at {@code now}. */
   public long held(long now) {
     return pool.held(now);
+  }
+
+  /**
+   * Permits granted with nothing drawn, from this relay's part of the balance Redis last reported
+   * ({@link ShareLending}); each is reported to Redis as a retry granted here.
+   */
+  public long lent() {
+    return lending.total();
+  }
+
+  /** Permits granted from the relay's own paced share while cut off; each is reported to Redis later. */
+  public long grantedAlone() {
+    return local.granted();
   }
 
   /** Permits drawn from Redis and never handed out. */

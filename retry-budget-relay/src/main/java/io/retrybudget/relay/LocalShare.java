@@ -11,6 +11,7 @@ import io.retrybudget.budget.internal.PacedBalance;
 final class LocalShare {
   private PacedBalance balance; // null: not drawn from since the relay was last cut off
   private long toDeposit; // first attempts received and not yet deposited
+  private long granted; // granted from it, ever
 
   /** {@code requests} first attempts received. */
   void received(long requests) {
@@ -37,8 +38,14 @@ final class LocalShare {
     if (available < need) {
       return 0;
     }
-    long granted = Math.min(want, available);
-    balance.take(granted);
+    long taken = Math.min(want, available);
+    balance.take(taken);
+    granted += taken;
+    return taken;
+  }
+
+  /** Permits granted from it so far, every cut-off together. */
+  long granted() {
     return granted;
   }
 

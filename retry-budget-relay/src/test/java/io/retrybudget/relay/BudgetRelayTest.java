@@ -36,6 +36,97 @@ class BudgetRelayTest {
     return redis(status, granted, requests, callers, "enforce");
   }
 
+  /** As {@link #redis(String, long, long, long)}, the paced balance holding {@code available} whole permits. */
+  private static BudgetReply rich(String status, long granted, long callers, long available) {
+    return new BudgetReply(status, granted, 1_000, 0, 0, 200, callers, 100_000, 10, 10, "enforce", available, 0,
+        20_000_000, 2_000);
+  }
+
+  @Test
+  void aLoneRetryAtAnIdleRelayIsGrantedFromItsPartOfTheBalanceAndPaidWithTheNextCall() {
+    relay.client("a", 1, count(10), 0);
+    // Redis holds 20 whole permits, shared by 4 callers (this relay and three others): 5 are this relay's
+    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 4, 20), 1);
+    BudgetReply lone = relay.client("a", 2, ask(1), 2);
+    assertEquals(BudgetReply.GRANTED, lone.status(), "nothing drawn, and yet the budget has permits to spare");
+    assertEquals(1, lone.granted());
+    assertEquals(4, lone.available(), "what it may still grant: its part less what it lent");
+    assertEquals(0, lone.nextGrantMillis());
+    BudgetReply lease = relay.client("b", 1, ask(10), 3);
+    assertEquals(4, lease.granted(), "a lease of what is left of its part");
+    BudgetReply refused = relay.client("c", 1, ask(1), 4);
+    assertEquals(BudgetReply.DENIED, refused.status(), "its part is lent: the others' parts are not its to grant");
+    assertEquals(0, refused.available());
+    // the next call pays for the 5 lent: budget.lua takes them from the balance before it grants a draw
+    BudgetCall next = relay.upstreamCall(relay.nextUpstreamAt());
+    assertEquals(5, next.retries(), "the grants lent, reported as retries granted here");
+    assertEquals(1, next.denied());
+    // a grant lent after the call took the counts is not in the balance its reply reports
+    assertEquals(0, relay.client("d", 1, ask(1), 5).granted(), "nothing lendable until that reply");
+    relay.upstreamReplied(next, rich(BudgetReply.GRANTED, 0, 4, 12), 6);
+    assertEquals(3, relay.client("d", 2, ask(10), 7).granted(), "a part of 12 / 4 = 3, renewed by the reply");
+    assertEquals(0, relay.client("e", 1, ask(1), 8).granted());
+    assertEquals(3, relay.upstreamCall(relay.nextUpstreamAt()).retries());
+  }
+
+  @Test
+  void lendingCountsGrantsMadeWhileTheCallThatPaysForThemIsInFlight() {
+    relay.client("a", 1, count(10), 0);
+    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 1, 6), 1);
+    assertEquals(2, relay.client("a", 2, ask(2), 2).granted());
+    BudgetCall carrying = relay.upstreamCall(relay.nextUpstreamAt()); // takes the 2 lent
+    assertEquals(2, carrying.retries());
+    assertEquals(3, relay.client("b", 1, ask(3), 250).granted(), "a lease of 3 of the 4 left (6 less the 2 lent)");
+    // the reply to the call that carried 2 says 5 are left: the 3 lent since are not paid in it, so 2
+    // more may be lent, not 5
+    relay.upstreamReplied(carrying, rich(BudgetReply.COUNTED, 0, 1, 5), 251);
+    assertEquals(2, relay.client("c", 1, ask(10), 252).granted());
+    assertEquals(0, relay.client("c", 2, ask(1), 253).granted());
+  }
+
+  @Test
+  void grantsLentWhoseCallCameToNothingAreNotTakenForPaidByAReplyToAnotherCall() {
+    relay.client("a", 1, count(10), 0);
+    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 1, 6), 1);
+    assertEquals(2, relay.client("a", 2, ask(2), 2).granted());
+    long t = relay.nextUpstreamAt();
+    BudgetCall carrying = relay.upstreamCall(t);
+    assertEquals(2, carrying.retries());
+    relay.upstreamFailed(carrying, t); // lost with the 2 lent (a host that cannot send it again)
+    relay.client("a", 3, count(1), t);
+    t = relay.nextUpstreamAt();
+    relay.upstreamFailed(relay.upstreamCall(t), t);
+    assertTrue(relay.cutOff());
+    t = relay.nextUpstreamAt();
+    BudgetCall probe = relay.upstreamCall(t);
+    assertEquals(0, probe.retries(), "a probe carries nothing");
+    // Redis answers the probe: 6 left, which the 2 lent never reached; 4 are this relay's to lend
+    relay.upstreamReplied(probe, rich(BudgetReply.COUNTED, 0, 1, 6), t);
+    assertFalse(relay.cutOff());
+    assertEquals(4, relay.client("b", 1, ask(10), t + 1).granted());
+  }
+
+  @Test
+  void aRelayLendsNothingBeforeRedisAnsweredNorFromAnEmptyBalanceNorWhileCutOff() {
+    relay.client("a", 1, count(10), 0);
+    assertEquals(BudgetReply.DENIED, relay.client("a", 2, ask(1), 0).status(), "no balance known yet");
+    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 3, 2), 1);
+    assertEquals(BudgetReply.DENIED, relay.client("a", 3, ask(1), 2).status(), "2 permits for 3 callers: none is its own");
+    long seq = 3;
+    BudgetCall up = relay.upstreamCall(relay.nextUpstreamAt());
+    relay.upstreamReplied(up, rich(BudgetReply.COUNTED, 0, 1, 50), relay.nextUpstreamAt());
+    for (int i = 0; i < 2; i++) {
+      relay.client("a", ++seq, count(1), relay.nextUpstreamAt());
+      BudgetCall c = relay.upstreamCall(relay.nextUpstreamAt());
+      assertNotNull(c);
+      relay.upstreamFailed(c, relay.nextUpstreamAt());
+    }
+    assertTrue(relay.cutOff());
+    BudgetReply alone = relay.client("a", ++seq, ask(1), relay.nextUpstreamAt());
+    assertEquals(BudgetReply.DENIED, alone.status(), "cut off: its own paced share decides (from nothing), no lending");
+    assertEquals(0, alone.available());
+  }
+
   @Test
   void countsOfManyClientsGoToRedisAsOneCall() {
     assertNull(relay.upstreamCall(0), "no client yet: nothing to send");

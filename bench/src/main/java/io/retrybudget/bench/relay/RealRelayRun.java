@@ -36,6 +36,7 @@ final class RealRelayRun {
   final long[] fallback;
   final long[] errors;
   final long[] clientCalls;
+  final long[] waited; // asks not decided when acquire returned (each a round trip)
   final long[] degraded;
   final long[] clientCpuMs;
   final LatencyHistogram[] latency;
@@ -70,6 +71,7 @@ final class RealRelayRun {
     fallback = new long[seconds];
     errors = new long[seconds];
     clientCalls = new long[seconds];
+    waited = new long[seconds];
     degraded = new long[seconds];
     clientCpuMs = new long[seconds];
     latency = new LatencyHistogram[seconds];
@@ -119,6 +121,7 @@ final class RealRelayRun {
           + "io.lettuce.core.protocol.level=SEVERE\n");
       for (int j = 0; j < o.jvms(); j++) {
         List<String> jvmOptions = new ArrayList<>(List.of("-Xms256m", "-Xmx" + o.clientHeap(), "-XX:+UseSerialGC",
+            "-Xlog:gc:file=" + work.resolve("client-" + j + "-gc.log").toAbsolutePath() + ":time",
             "-Djava.awt.headless=true", "-Djava.util.logging.config.file=" + logging.toAbsolutePath()));
         jvmOptions.addAll(o.profileOptions(design, "client-" + j));
         clients.add(ChildProcess.jvm("client-" + j, work.resolve("client-" + j + ".log"), jvmOptions,
@@ -170,7 +173,7 @@ final class RealRelayRun {
     for (int attempt = 1; ; attempt++) {
       Path log = work.resolve("relay-" + r + (attempt == 1 ? "" : "-start" + attempt) + ".log");
       List<String> command = new ArrayList<>(List.of(ChildProcess.java(), "-Xms64m", "-Xmx" + o.relayHeap(),
-          "-XX:+UseSerialGC"));
+          "-XX:+UseSerialGC", "-Xlog:gc:file=" + work.resolve("relay-" + r + "-gc.log").toAbsolutePath() + ":time"));
       command.addAll(o.profileOptions(design, "relay-" + r));
       command.addAll(List.of("-jar", o.coordinatorJar().toString()));
       ChildProcess relay = new ChildProcess("relay-" + r, log, command, env);
@@ -276,6 +279,7 @@ final class RealRelayRun {
       degraded[s] += Long.parseLong(f[11]);
       clientCpuMs[s] += Long.parseLong(f[12]);
       latency[s].decodeInto(f[13]);
+      waited[s] += Long.parseLong(f[14]);
     }
     String[] f = Files.readString(Path.of(prefix + "-made.csv")).trim().split(",");
     long[] made = new long[f.length];

@@ -171,13 +171,13 @@ record RealRelaySummary(String design, int clients, int relays, double ratioMin,
   static void writeCsv(Path file, RealRelayRun r) throws IOException {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(file))) {
       w.println("second,scheduled,first_attempts,late_max_ms,asks,retries_granted,ratio,denied,fallback,redis_calls,"
-          + "lag_s,client_calls,p50_us,p99_us,relay_cpu_ms,redis_cpu_ms,client_cpu_ms,degraded");
+          + "lag_s,client_calls,p50_us,p99_us,relay_cpu_ms,redis_cpu_ms,client_cpu_ms,degraded,waited");
       for (int s = 0; s < r.issued.length; s++) {
-        w.printf(Locale.ROOT, "%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%.3f,%d,%d,%d,%d,%d,%d,%d%n", s, r.scheduled[s], r.issued[s],
+        w.printf(Locale.ROOT, "%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%.3f,%d,%d,%d,%d,%d,%d,%d,%d%n", s, r.scheduled[s], r.issued[s],
             r.lateMaxMs[s], r.asks[s], r.grants[s], r.issued[s] == 0 ? 0.0 : r.grants[s] / (double) r.issued[s],
             r.denied[s], r.fallback[s], r.redisCalls[s], r.lagSeconds[s], r.clientCalls[s],
             r.latency[s].percentile(0.5), r.latency[s].percentile(0.99), r.relayCpuMs[s], r.redisCpuMs[s],
-            r.clientCpuMs[s], r.degraded[s]);
+            r.clientCpuMs[s], r.degraded[s], r.waited[s]);
       }
     }
   }

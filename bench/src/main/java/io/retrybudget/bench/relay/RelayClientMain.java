@@ -44,7 +44,7 @@ public final class RelayClientMain {
   static final int FIRST_PER_SECOND = 2;
   static final int MAX_ATTEMPTS = 3;
   static final String COLUMNS = "second,scheduled,issued,late_max_ms,asks,grants,denied,fallback,errors,"
-      + "retries_sent,calls,degraded,cpu_ms,latency";
+      + "retries_sent,calls,degraded,cpu_ms,latency,waited";
   private static final int PERIOD_MS = 1000 / FIRST_PER_SECOND;
   private static final long TICK_MICROS = 2_000;
   /**
@@ -77,6 +77,7 @@ public final class RelayClientMain {
   private final AtomicLongArray fallback;
   private final AtomicLongArray errors;
   private final AtomicLongArray retriesSent;
+  private final AtomicLongArray waited; // asks not decided when acquire returned: a round trip
   private final long[] calls;
   private final long[] degraded;
   private final long[] cpuMs;
@@ -122,6 +123,7 @@ public final class RelayClientMain {
     fallback = new AtomicLongArray(n);
     errors = new AtomicLongArray(n);
     retriesSent = new AtomicLongArray(n);
+    waited = new AtomicLongArray(n);
     calls = new long[n];
     degraded = new long[n];
     cpuMs = new long[n];
@@ -266,7 +268,11 @@ public final class RelayClientMain {
       asks.incrementAndGet(asked);
     }
     long t0 = System.nanoTime();
-    budgets[i].acquire().whenComplete((d, e) -> {
+    java.util.concurrent.CompletableFuture<BudgetDecision> decision = budgets[i].acquire().toCompletableFuture();
+    if (asked >= 0 && !decision.isDone()) {
+      waited.incrementAndGet(asked);
+    }
+    decision.whenComplete((d, e) -> {
       long t1 = System.nanoTime();
       int s = second((t1 - warmStartNanos) / 1_000_000);
       if (s < 0) {
@@ -320,9 +326,9 @@ public final class RelayClientMain {
     try (PrintWriter w = new PrintWriter(Files.newBufferedWriter(Path.of(prefix + ".csv")))) {
       w.println(COLUMNS);
       for (int s = 0; s < seconds; s++) {
-        w.printf("%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s%n", s, scheduled.get(s), issued.get(s), lateMax.get(s),
+        w.printf("%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d%n", s, scheduled.get(s), issued.get(s), lateMax.get(s),
             asks.get(s), grants.get(s), denied.get(s), fallback.get(s), errors.get(s), retriesSent.get(s), calls[s],
-            degraded[s], cpuMs[s], latency[s].encode());
+            degraded[s], cpuMs[s], latency[s].encode(), waited.get(s));
       }
     }
     StringBuilder b = new StringBuilder();

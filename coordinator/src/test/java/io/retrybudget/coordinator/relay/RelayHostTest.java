@@ -109,6 +109,24 @@ class RelayHostTest {
   }
 
   @Test
+  void aLoneRetryThroughAnIdleRelayIsGrantedAtOnceAndPaidFromTheBalance() throws Exception {
+    RetryBudget budget = client.budget(BudgetConfig.builder("relayed-lone").ratio(0.1).minRetriesPerSecond(0).build());
+    for (int i = 0; i < 200; i++) {
+      budget.recordFirstAttempt();
+    }
+    // the relay has drawn nothing (no ask yet); Redis's reply to its call says the balance holds 20
+    Eventually.await("200 first attempts in Redis", Duration.ofSeconds(10), () -> status("relayed-lone").requests() >= 200);
+    BudgetDecision lone = budget.acquireBlocking();
+    assertEquals(BudgetDecision.GRANTED, lone, "a lone retry on a budget with permits to spare, at its first ask");
+    // the grant (a lease, as Redis grants one) goes to Redis as retries granted at the relay, with the
+    // relay's next call; nothing was drawn for it, so nothing drawn is dropped unused
+    Eventually.await("the lent grant counted in Redis", Duration.ofSeconds(10), () -> status("relayed-lone").retries() >= 1);
+    assertTrue(status("relayed-lone").retries() <= 20, "within the balance: " + status("relayed-lone").retries());
+    assertEquals(0L, (long) relay.inspect("relayed-lone", r -> r.droppedPermits())
+        .toCompletionStage().toCompletableFuture().get(5, TimeUnit.SECONDS), "no permit drawn to be dropped");
+  }
+
+  @Test
   void aRefusalComesBackAsBudgetLuaGivesIt() throws Exception {
     RetryBudget budget = client.budget(BudgetConfig.builder("relayed-refusal").ratioPpm(1).minRetriesPerSecond(0).build());
     BudgetDecision d = budget.acquireBlocking();
