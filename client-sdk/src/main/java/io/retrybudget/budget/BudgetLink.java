@@ -72,7 +72,8 @@ final class BudgetLink {
     BudgetCall c = new BudgetCall(seed.name(), taken.requests(), taken.denied(), taken.retries(), need,
         Math.max(need, want), seed);
     // counts beyond what one call may report (the trust model's cap) go with the next calls
-    pending.sendAgain(taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries());
+    pending.sendAgain(taken, taken.requests() - c.requests(), taken.denied() - c.denied(), taken.retries() - c.retries(),
+        false);
     CallsInDoubt carried = doubts.offer(now);
     FleetRegistry.Sent on;
     try {
@@ -104,7 +105,7 @@ final class BudgetLink {
           || (port.routed() && BudgetScripts.refusedAsOtherVersion(error))) {
         // refused before anyone ran it: its counts go with the next call (they are in the own window
         // already), and what it carried stays in doubt
-        pending.sendAgain(c.requests(), c.denied(), c.retries());
+        pending.sendAgain(taken, c.requests(), c.denied(), c.retries(), true);
       } else if (answered(error)) {
         // an error reply: the script (or relay) refused it before writing anything. Its counts are lost,
         // as before; what it carried is given up too, so a relay or script that refuses the extra
@@ -137,7 +138,7 @@ final class BudgetLink {
         schedule.learned(now, before, told);
       } else {
         // Redis applied none of it: the counts go with the next call (they are in the own window already)
-        pending.sendAgain(c.requests(), c.denied(), c.retries());
+        pending.sendAgain(taken, c.requests(), c.denied(), c.retries(), true);
       }
       return reply;
     });

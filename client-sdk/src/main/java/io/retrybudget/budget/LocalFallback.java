@@ -59,7 +59,7 @@ final class LocalFallback {
    * BudgetFaultTest.fallbackPolicies).
    */
   synchronized PendingCounts.Taken take(long now) {
-    PendingCounts.Taken t = pending.take();
+    PendingCounts.Taken t = pending.take(now); // what was kept longer than the window is dropped
     record(now, t.newRequests(), 0, t.newDenied());
     return t;
   }

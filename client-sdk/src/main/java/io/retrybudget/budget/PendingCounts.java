@@ -5,7 +5,8 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Counts one budget has not sent to Redis yet: first attempts, local refusals and the fallback's
  * grants since the last call (recorded without a lock: a successful first attempt is one increment),
- * and those of calls Redis did not apply, sent again with the next one.
+ * and those of calls Redis did not apply, sent again with the next one while they are younger than the
+ * window ({@link ResendCounts}).
  */
 final class PendingCounts {
   private final LongAdder requests = new LongAdder();
@@ -13,16 +14,20 @@ final class PendingCounts {
   // retries the fallback granted, reported to Redis with the next call (and resent like the others)
   private final LongAdder retries = new LongAdder();
   // counts Redis did not apply (a stale or missing reply): sent again with the next call, and already
-  // in the budget's own window (so not recorded there a second time)
-  private final LongAdder resendRequests = new LongAdder();
-  private final LongAdder resendDenied = new LongAdder();
-  private final LongAdder resendRetries = new LongAdder();
+  // in the budget's own window (so not recorded there a second time); guarded by itself
+  private final ResendCounts resend;
+
+  /** {@code windowMillis}: how long counts are sent again at most (the budget's window). */
+  PendingCounts(long windowMillis) {
+    this.resend = new ResendCounts(windowMillis);
+  }
 
   /**
-   * What one call takes: the new first attempts and refusals (to be put in the own window) and what
-   * the call sends, the new counts plus those sent again.
+   * What one call takes: the new first attempts and refusals (to be put in the own window), what the
+   * call sends (the new counts plus those sent again), and those by when they were first taken
+   * ({@link ResendCounts#take}), for {@link #sendAgain}.
    */
-  record Taken(long newRequests, long newDenied, long requests, long denied, long retries) {}
+  record Taken(long newRequests, long newDenied, long requests, long denied, long retries, long[][] rows) {}
 
   void firstAttempt() {
     requests.increment();
@@ -47,25 +52,55 @@ final class PendingCounts {
   }
 
   boolean any() {
-    return requests.sum() > 0 || denied.sum() > 0 || retries.sum() > 0
-        || resendRequests.sum() > 0 || resendDenied.sum() > 0 || resendRetries.sum() > 0;
-  }
-
-  /** Takes everything for one call (the caller holds the own window's lock, see {@link LocalFallback#take}). */
-  Taken take() {
-    long r = requests.sumThenReset();
-    long d = denied.sumThenReset();
-    return new Taken(r, d, r + resendRequests.sumThenReset(), d + resendDenied.sumThenReset(),
-        retries.sumThenReset() + resendRetries.sumThenReset());
+    if (requests.sum() > 0 || denied.sum() > 0 || retries.sum() > 0) {
+      return true;
+    }
+    synchronized (resend) {
+      return resend.any();
+    }
   }
 
   /**
-   * Counts that go with the next call: those of a call Redis did not apply, and those beyond what one
-   * call may report (the trust model's cap, {@link io.retrybudget.budget.redis.protocol.BudgetCall}).
+   * Takes everything for a call at {@code now} (the caller holds the own window's lock, see
+   * {@link LocalFallback#take}); what was kept from before the window is dropped ({@link #stale}).
    */
-  void sendAgain(long requests, long denied, long retries) {
-    resendRequests.add(requests);
-    resendDenied.add(denied);
-    resendRetries.add(retries);
+  Taken take(long now) {
+    long r = requests.sumThenReset();
+    long d = denied.sumThenReset();
+    long g = retries.sumThenReset();
+    long[][] rows;
+    synchronized (resend) {
+      rows = resend.take(now, r, d, g);
+    }
+    long sumR = 0;
+    long sumD = 0;
+    long sumG = 0;
+    for (long[] row : rows) {
+      sumR += row[1];
+      sumD += row[2];
+      sumG += row[3];
+    }
+    return new Taken(r, d, sumR, sumD, sumG, rows);
+  }
+
+  /**
+   * Counts of {@code taken} that go with the next call: those of a call Redis did not apply, the part
+   * it sent ({@code sent}: its oldest), or those beyond what one call may report (the trust model's
+   * cap, {@link io.retrybudget.budget.redis.protocol.BudgetCall}: its newest).
+   */
+  void sendAgain(Taken taken, long requests, long denied, long retries, boolean sent) {
+    if (requests <= 0 && denied <= 0 && retries <= 0) {
+      return;
+    }
+    synchronized (resend) {
+      resend.keep(taken.rows(), Math.max(0, requests), Math.max(0, denied), Math.max(0, retries), sent);
+    }
+  }
+
+  /** First attempts dropped from being sent again for having been kept longer than the window. */
+  long stale() {
+    synchronized (resend) {
+      return resend.stale();
+    }
   }
 }

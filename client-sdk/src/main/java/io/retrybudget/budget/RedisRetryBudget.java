@@ -45,7 +45,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final FleetRegistry fleet;
   private final BudgetConfig seed;
   private final LongSupplier clock;
-  private final PendingCounts pending = new PendingCounts();
+  private final PendingCounts pending;
   private final LocalFallback own;
   private final PermitCache permits;
   private final FlushSchedule schedule;
@@ -67,6 +67,7 @@ final class RedisRetryBudget implements RetryBudget {
     this.fleet = fleet;
     this.seed = seed;
     this.clock = settings.clock();
+    this.pending = new PendingCounts(seed.windowSeconds() * 1000L);
     this.own = new LocalFallback(pending, seed.windowSeconds() * 1000L, settings.random(), settings.fallbackSharesFloor());
     this.health = new HealthTracker(seed.name(), settings.fallbackPolicy(), fleet, own, clock, healthRule);
     this.permits = new PermitCache(settings.exhaustedCacheMillis(), settings.random());
@@ -340,6 +341,11 @@ final class RedisRetryBudget implements RetryBudget {
   /** Whether Redis has applied a call of this budget (counted it in the fleet). */
   boolean heardFromRedis() {
     return link.heard();
+  }
+
+  /** First attempts dropped from being sent again for being older than the window (for tests). */
+  long staleRequests() {
+    return pending.stale();
   }
 
   /** First attempts given up in doubt (for tests and diagnostics; see {@link BudgetLink}). */

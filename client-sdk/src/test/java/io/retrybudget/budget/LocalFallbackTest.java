@@ -31,7 +31,7 @@ class LocalFallbackTest {
 
   @Test
   void grantsTheRatioOfItsOwnFirstAttemptsAndReportsThem() {
-    PendingCounts pending = new PendingCounts();
+    PendingCounts pending = new PendingCounts(10_000);
     LocalFallback f = new LocalFallback(pending, 10_000, () -> 1.0, true); // thresholds of a whole permit
     grants(f, 0, 1); // the episode starts from nothing
     int granted = 0;
@@ -46,7 +46,7 @@ class LocalFallbackTest {
 
   @Test
   void aPermitRedisGrantedLateIsPaidFromTheShareNotAddedToIt() {
-    PendingCounts pending = new PendingCounts();
+    PendingCounts pending = new PendingCounts(10_000);
     LocalFallback f = new LocalFallback(pending, 10_000, () -> 1.0, true);
     grants(f, 0, 1);
     for (int i = 0; i < 10; i++) {
@@ -66,7 +66,7 @@ class LocalFallbackTest {
    */
   @Test
   void aLocalRefusalSaysWhenItsShareRefillsTheNextPermit() {
-    PendingCounts pending = new PendingCounts();
+    PendingCounts pending = new PendingCounts(10_000);
     LocalFallback f = new LocalFallback(pending, 10_000, () -> 1.0, true); // thresholds of a whole permit
     grants(f, 0, 1); // the episode starts from nothing
     for (int i = 0; i < 10; i++) {

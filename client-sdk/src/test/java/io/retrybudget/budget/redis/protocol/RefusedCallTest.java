@@ -45,7 +45,11 @@ class RefusedCallTest {
         inFlight = scripts.budget(new BudgetCall("refused", 5, 0, 0, 0, seed), client);
         refused = scripts.budget(new BudgetCall("refused", 7, 0, 0, 0, seed), client);
         ExecutionException e = assertThrows(ExecutionException.class, () -> refused.get(5, TimeUnit.SECONDS));
-        assertTrue(e.getCause().getMessage().startsWith("Request queue size exceeded"), e.getCause().toString());
+        // Lettuce refuses it unwritten: its queue of one is full, or (when the first call left the queue
+        // for the connection's stack before this one came) its stack of one is
+        String why = e.getCause().getMessage();
+        assertTrue(why.startsWith("Request queue size exceeded") || why.startsWith("Internal stack size exceeded"),
+            e.getCause().toString());
         assertTrue(BudgetScripts.neverRun(e.getCause()), "refused unwritten: " + e.getCause());
         ExecutionException t = assertThrows(ExecutionException.class, () -> inFlight.get(10, TimeUnit.SECONDS));
         assertFalse(BudgetScripts.neverRun(t.getCause()), "timed out in flight: " + t.getCause());

@@ -1,0 +1,130 @@
+package io.retrybudget.budget;
+
+import io.retrybudget.budget.internal.SlidingWindowCounts;
+
+/**
+ * Counts to be sent again (a call Redis did not apply, or refused unsent), kept by when they were first
+ * taken for a call, in buckets of a tenth of the window. Redis puts what a call brings in its window's
+ * current bucket, so counts kept longer than the window, sent after an outage, would count as that
+ * second's (an outage of a minute: six windows of first attempts at once, six times the ratio's retries
+ * for the next window); they are dropped when taken instead ({@link #stale}), as they would have left
+ * the window by then. Younger ones are kept to the last, however often their calls fail. Pure, not
+ * thread-safe: {@link PendingCounts} guards it.
+ */
+final class ResendCounts {
+  private static final int BUCKETS = SlidingWindowCounts.BUCKETS;
+  private static final int RING = BUCKETS + 1;
+  private final long bucketMillis;
+  private final long[] stamp = new long[RING];
+  private final long[] requests = new long[RING];
+  private final long[] denied = new long[RING];
+  private final long[] retries = new long[RING];
+  private long stale;
+
+  ResendCounts(long windowMillis) {
+    if (windowMillis < BUCKETS) {
+      throw new IllegalArgumentException("windowMillis must be at least " + BUCKETS + ", was " + windowMillis);
+    }
+    this.bucketMillis = windowMillis / BUCKETS;
+    java.util.Arrays.fill(stamp, Long.MIN_VALUE);
+  }
+
+  /**
+   * Takes every count kept and the new ones ({@code newRequests}, {@code newDenied}, {@code newRetries}, first
+   * taken now) for a call at {@code now}: rows {@code {bucket, requests, denied, retries}}, oldest first.
+   * Those kept from before the window are dropped.
+   */
+  long[][] take(long now, long newRequests, long newDenied, long newRetries) {
+    long cur = Math.floorDiv(now, bucketMillis);
+    long[][] rows = new long[RING + 1][];
+    int n = 0;
+    for (int s = 0; s < RING; s++) {
+      if (stamp[s] == Long.MIN_VALUE) {
+        continue;
+      }
+      if (stamp[s] <= cur - BUCKETS) {
+        stale += requests[s]; // kept from before the window
+      } else if ((requests[s] | denied[s] | retries[s]) != 0) {
+        rows[n++] = new long[] {Math.min(stamp[s], cur), requests[s], denied[s], retries[s]};
+      }
+      clear(s, Long.MIN_VALUE);
+    }
+    java.util.Arrays.sort(rows, 0, n, java.util.Comparator.comparingLong(row -> row[0]));
+    if ((newRequests | newDenied | newRetries) != 0) {
+      if (n > 0 && rows[n - 1][0] == cur) {
+        rows[n - 1][1] += newRequests;
+        rows[n - 1][2] += newDenied;
+        rows[n - 1][3] += newRetries;
+      } else {
+        rows[n++] = new long[] {cur, newRequests, newDenied, newRetries};
+      }
+    }
+    return java.util.Arrays.copyOf(rows, n);
+  }
+
+  /**
+   * Keeps {@code requests}, {@code denied} and {@code retries} of what {@code rows} took, to go again:
+   * spread over its rows oldest first ({@code oldestFirst}: the part a call sent) or newest first (the
+   * part beyond what one call may report), each row up to what it had. A row whose bucket has left the
+   * ring meanwhile is dropped as stale.
+   */
+  void keep(long[][] rows, long requests, long denied, long retries, boolean oldestFirst) {
+    long[] left = {requests, denied, retries};
+    for (int k = 0; k < rows.length; k++) {
+      long[] row = rows[oldestFirst ? k : rows.length - 1 - k];
+      long r = Math.min(left[0], row[1]);
+      long d = Math.min(left[1], row[2]);
+      long g = Math.min(left[2], row[3]);
+      left[0] -= r;
+      left[1] -= d;
+      left[2] -= g;
+      add(row[0], r, d, g);
+    }
+  }
+
+  /** Whether anything is kept. */
+  boolean any() {
+    for (int s = 0; s < RING; s++) {
+      if (stamp[s] != Long.MIN_VALUE && (requests[s] | denied[s] | retries[s]) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** First attempts dropped for having been kept longer than the window. */
+  long stale() {
+    return stale;
+  }
+
+  private void add(long bucket, long r, long d, long g) {
+    if ((r | d | g) == 0) {
+      return;
+    }
+    int slot = slot(bucket);
+    if (stamp[slot] > bucket) {
+      stale += r; // its bucket is another's now: older than the window
+      return;
+    }
+    if (stamp[slot] != bucket) {
+      if (stamp[slot] != Long.MIN_VALUE) {
+        stale += requests[slot];
+      }
+      clear(slot, bucket);
+    }
+    requests[slot] += r;
+    denied[slot] += d;
+    retries[slot] += g;
+  }
+
+  private void clear(int slot, long bucket) {
+    stamp[slot] = bucket;
+    requests[slot] = 0;
+    denied[slot] = 0;
+    retries[slot] = 0;
+  }
+
+  private static int slot(long bucket) {
+    return (int) Math.floorMod(bucket, RING);
+  }
+}

@@ -1,0 +1,72 @@
+package io.retrybudget.budget;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class ResendCountsTest {
+  private static long requests(long[][] rows) {
+    long n = 0;
+    for (long[] row : rows) {
+      n += row[1];
+    }
+    return n;
+  }
+
+  @Test
+  void countsOfFailedCallsGoBackToWhenTheyWereFirstTakenAndLeaveAfterAWindow() {
+    ResendCounts r = new ResendCounts(10_000); // buckets of 1 s
+    long[][] first = r.take(0, 100, 1, 2);
+    r.keep(first, 100, 1, 2, true); // the call failed: all of it goes again
+    long[][] second = r.take(5_000, 50, 0, 0); // with 50 new ones; this call fails too
+    assertEquals(150, requests(second));
+    r.keep(second, 150, 1, 2, true);
+    long[][] third = r.take(10_500, 0, 0, 0);
+    assertEquals(50, requests(third), "the 100 of the first call are a window old; the 50 of the second are not");
+    assertEquals(100, r.stale());
+    assertEquals(0, third[0][2] + third[0][3], "the first call's refusal and grants left with its first attempts");
+    assertFalse(r.any(), "taken: nothing kept");
+  }
+
+  @Test
+  void aCallCutToWhatOneCallMayReportKeepsItsNewestForTheNext() {
+    ResendCounts r = new ResendCounts(10_000);
+    r.keep(r.take(0, 30, 0, 0), 30, 0, 0, true);
+    long[][] rows = r.take(9_500, 20, 0, 0); // 30 from 0 s, 20 from 9.5 s
+    r.keep(rows, 20, 0, 0, false); // the call may carry 30: the newest 20 wait
+    long[][] next = r.take(10_200, 0, 0, 0);
+    assertEquals(20, requests(next), "the 20 kept are the young ones: none is stale");
+    assertEquals(0, r.stale());
+  }
+
+  @Test
+  void aRandomScheduleOfFailedCallsKeepsEveryCountYoungerThanTheWindowAndDropsOnlyOlderOnes() {
+    for (long seed = 0; seed < 200; seed++) {
+      SplittableRandom random = new SplittableRandom(seed);
+      long window = 1_000L * random.nextInt(1, 20);
+      ResendCounts r = new ResendCounts(window);
+      long now = 0;
+      long sent = 0;
+      long total = 0;
+      for (int step = 0; step < 300; step++) {
+        now += random.nextInt(1, (int) window / 3);
+        long n = random.nextInt(0, 20);
+        total += n;
+        long[][] rows = r.take(now, n, 0, 0);
+        for (long[] row : rows) {
+          assertTrue(row[0] > Math.floorDiv(now, window / 10) - 10, "seed " + seed + ": a count kept a window or more went");
+        }
+        if (random.nextInt(3) == 0) {
+          sent += requests(rows); // applied
+        } else {
+          r.keep(rows, requests(rows), 0, 0, true);
+        }
+      }
+      sent += requests(r.take(now, 0, 0, 0));
+      assertEquals(total, sent + r.stale(), "seed " + seed + ": every count sent once or dropped as stale");
+    }
+  }
+}
