@@ -68,7 +68,7 @@ public final class BudgetRelay {
   private int failures;
   private boolean cutOff;
   private final LocalShare local = new LocalShare(); // the paced share it grants from while cut off
-  private final ShareLending lending = new ShareLending(); // its part of Redis's balance, granted with nothing drawn
+  private final ShareLending lending; // its part of Redis's balance, granted with nothing drawn
   private final RelayBatches batches = new RelayBatches();
 
   public BudgetRelay(String name, RelaySettings settings, DoubleSupplier random) {
@@ -76,6 +76,7 @@ public final class BudgetRelay {
     this.settings = settings;
     this.ledger = new ReportLedger(settings.maxClients());
     this.schedule = new UpstreamSchedule(settings.minUpstreamMillis(), random);
+    this.lending = new ShareLending(random);
   }
 
   public String name() {
@@ -135,6 +136,7 @@ public final class BudgetRelay {
       schedule.dueNow(now); // the first client: say hello to Redis at once
     }
     pending.add(call.requests(), call.denied(), call.retries());
+    lending.owe(call.retries()); // its clients' fallback grants: budget.lua pays them from the balance first
     own.add(now, call.requests(), call.retries(), call.denied());
     local.received(call.requests());
     demand.add(now, call.need(), 0, call.denied());
@@ -176,6 +178,7 @@ public final class BudgetRelay {
     BudgetCall expired = doubt.release();
     if (expired != null) {
       pending.lost(expired.requests()); // held too long: Redis may forget the number it went with
+      pending.add(0, 0, expired.retries()); // grants go again: reported twice at worst (never: an over-grant)
       batches.lost();
     }
     if (batches.expired(now)) {
@@ -227,7 +230,7 @@ public final class BudgetRelay {
     }
     applied.add(now, sent.requests(), 0, 0);
     inForce.upstream(reply);
-    lending.applied();
+    lending.applied(reply, now);
     if (cutOff) {
       cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
       local.reset();
@@ -264,11 +267,14 @@ public final class BudgetRelay {
 
   /**
    * The call {@code sent} failed and will not be sent again with its number (a host that cannot): its
-   * counts are lost (it may have been applied). A call in doubt stays in doubt.
+   * counts are lost (it may have been applied), but for the retries granted here, which go again with
+   * the next call (reported twice at worst, the safe side; never reported, an over-grant). A call in
+   * doubt stays in doubt.
    */
   public void upstreamFailed(BudgetCall sent, long now) {
     if (!doubt.is(sent)) {
       pending.lost(sent.requests());
+      pending.add(0, 0, sent.retries());
       batches.lost();
     }
     failed(now);
@@ -343,7 +349,7 @@ public final class BudgetRelay {
    * budget.lua pays from the balance before it grants a draw.
    */
   private long lend(long need, long want) {
-    long lendable = lending.lendable(inForce.upstream());
+    long lendable = lending.lendable();
     if (lendable < need) {
       return 0;
     }
@@ -359,6 +365,7 @@ public final class BudgetRelay {
     long granted = local.take(need, want, now, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(),
         floor);
     pending.add(0, 0, granted);
+    lending.owe(granted);
     return granted;
   }
 
@@ -382,7 +389,7 @@ public final class BudgetRelay {
 
   /** What an ask could be granted at {@code now}: the permits held and, unless cut off, what may be lent. */
   private long available(long now) {
-    return pool.held(now) + (cutOff ? 0 : lending.lendable(inForce.upstream()));
+    return pool.held(now) + (cutOff ? 0 : lending.lendable());
   }
 
   /** The fleet's size as this relay estimates it ({@link RelayArithmetic#fleetEstimate}). */
@@ -479,7 +486,7 @@ public final class BudgetRelay {
    * ({@link ShareLending}); each is reported to Redis as a retry granted here.
    */
   public long lent() {
-    return lending.total();
+    return lending.lent();
   }
 
   /** Permits granted from the relay's own paced share while cut off; each is reported to Redis later. */

@@ -53,10 +53,15 @@ final class PendingSums {
     return c;
   }
 
-  /** Every count pending given up (Redis may no longer be able to tell whether it applied them). */
+  /**
+   * Every count pending given up (Redis may no longer be able to tell whether it applied them), but the
+   * retries granted here: reported twice at worst (the safe side); never reported, an over-grant.
+   */
   void giveUp() {
     lost += requests;
+    long keep = retries;
     clear();
+    retries = keep;
   }
 
   /** First attempts of a call given up as lost (it may have been applied). */

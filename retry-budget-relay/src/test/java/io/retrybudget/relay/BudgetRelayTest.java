@@ -92,7 +92,7 @@ class BudgetRelayTest {
     long t = relay.nextUpstreamAt();
     BudgetCall carrying = relay.upstreamCall(t);
     assertEquals(2, carrying.retries());
-    relay.upstreamFailed(carrying, t); // lost with the 2 lent (a host that cannot send it again)
+    relay.upstreamFailed(carrying, t); // lost (a host that cannot send it again): the 2 lent go again
     relay.client("a", 3, count(1), t);
     t = relay.nextUpstreamAt();
     relay.upstreamFailed(relay.upstreamCall(t), t);
@@ -110,8 +110,9 @@ class BudgetRelayTest {
   void aRelayLendsNothingBeforeRedisAnsweredNorFromAnEmptyBalanceNorWhileCutOff() {
     relay.client("a", 1, count(10), 0);
     assertEquals(BudgetReply.DENIED, relay.client("a", 2, ask(1), 0).status(), "no balance known yet");
-    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 3, 2), 1);
-    assertEquals(BudgetReply.DENIED, relay.client("a", 3, ask(1), 2).status(), "2 permits for 3 callers: none is its own");
+    relay.upstreamReplied(relay.upstreamCall(0), rich(BudgetReply.COUNTED, 0, 3, 1), 1);
+    assertEquals(BudgetReply.DENIED, relay.client("a", 3, ask(1), 2).status(),
+        "1 permit for 3 callers: a third of one is its own, and its chance (0.5) says no");
     long seq = 3;
     BudgetCall up = relay.upstreamCall(relay.nextUpstreamAt());
     relay.upstreamReplied(up, rich(BudgetReply.COUNTED, 0, 1, 50), relay.nextUpstreamAt());
