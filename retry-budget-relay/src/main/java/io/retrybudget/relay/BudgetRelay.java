@@ -135,7 +135,7 @@ public final class BudgetRelay {
       inForce.seed(call.seed());
       schedule.dueNow(now); // the first client: say hello to Redis at once
     }
-    pending.add(call.requests(), call.denied(), call.retries());
+    pending.add(now, call.requests(), call.denied(), call.retries());
     lending.owe(call.retries()); // its clients' fallback grants: budget.lua pays them from the balance first
     own.add(now, call.requests(), call.retries(), call.denied());
     local.received(call.requests());
@@ -145,13 +145,13 @@ public final class BudgetRelay {
     }
     long granted = pool.take(call.need(), call.want(), now);
     if (granted == 0) {
-      granted = cutOff ? takeLocal(call.need(), call.want(), now) : lend(call.need(), call.want());
+      granted = cutOff ? takeLocal(call.need(), call.want(), now) : lend(call.need(), call.want(), now);
     }
     if (granted > 0) {
       return reply(BudgetReply.GRANTED, granted, now);
     }
     drawEarlyIfCold(now);
-    pending.add(0, call.need(), 0);
+    pending.add(now, 0, call.need(), 0);
     if (inForce.mode() == BudgetMode.SHADOW) {
       return reply(BudgetReply.SHADOW, call.need(), now);
     }
@@ -178,7 +178,7 @@ public final class BudgetRelay {
     BudgetCall expired = doubt.release();
     if (expired != null) {
       pending.lost(expired.requests()); // held too long: Redis may forget the number it went with
-      pending.add(0, 0, expired.retries()); // grants go again: reported twice at worst (never: an over-grant)
+      pending.add(now, 0, 0, expired.retries()); // grants go again: reported twice at worst (never: an over-grant)
       batches.lost();
     }
     if (batches.expired(now)) {
@@ -200,7 +200,7 @@ public final class BudgetRelay {
       scheduleNext(now);
       return null;
     }
-    BudgetCall c = pending.take(name, want, inForce.seed()); // every count: the call closes the batch
+    BudgetCall c = pending.take(name, want, inForce.seed(), now); // every count: the call closes the batch
     lending.taken(); // and every grant lent so far
     batches.close();
     inFlight = true;
@@ -218,12 +218,13 @@ public final class BudgetRelay {
     }
     // sent again with its number and stale: the first was applied (its grants, if any, are lost)
     if (!reply.applied() && !(again && BudgetReply.STALE.equals(reply.status()))) {
-      giveBack(sent); // nothing of it was applied: it goes with the next call
+      giveBack(sent, now); // nothing of it was applied: it goes with the next call
       scheduleNext(now);
       return;
     }
     batches.applied(now);
     long windowMillis = reply.windowSeconds() * 1000L;
+    pending.window(windowMillis);
     if (applied.windowMillis() != windowMillis) {
       applied = new SlidingWindowCounts(windowMillis);
       own = new SlidingWindowCounts(windowMillis);
@@ -250,7 +251,7 @@ public final class BudgetRelay {
    */
   public void upstreamRefused(BudgetCall sent, long now) {
     if (!doubt.is(sent)) { // a call in doubt refused again is still in doubt: its first may have been applied
-      giveBack(sent);
+      giveBack(sent, now);
     }
     failed(now);
   }
@@ -274,7 +275,7 @@ public final class BudgetRelay {
   public void upstreamFailed(BudgetCall sent, long now) {
     if (!doubt.is(sent)) {
       pending.lost(sent.requests());
-      pending.add(0, 0, sent.retries());
+      pending.add(now, 0, 0, sent.retries());
       batches.lost();
     }
     failed(now);
@@ -316,9 +317,9 @@ public final class BudgetRelay {
     scheduleNext(now);
   }
 
-  private void giveBack(BudgetCall sent) {
+  private void giveBack(BudgetCall sent, long now) {
     lending.unknown(); // its grants lent go again with the next call
-    pending.giveBack(sent);
+    pending.giveBack(sent, now);
     batches.givenBack();
   }
 
@@ -348,14 +349,14 @@ public final class BudgetRelay {
    * ({@link ShareLending}): reported to Redis with the next call as a retry granted here, which
    * budget.lua pays from the balance before it grants a draw.
    */
-  private long lend(long need, long want) {
+  private long lend(long need, long want, long now) {
     long lendable = lending.lendable();
     if (lendable < need) {
       return 0;
     }
     long granted = Math.min(want, lendable);
     lending.lent(granted);
-    pending.add(0, 0, granted);
+    pending.add(now, 0, 0, granted);
     return granted;
   }
 
@@ -364,7 +365,7 @@ public final class BudgetRelay {
     long floor = RelayArithmetic.floorShareMicros(minRetriesPerSecond(), ledger.clients(now), fleet(now));
     long granted = local.take(need, want, now, own.requests(now), own.spanMillis(now), windowSeconds(), ratioPpm(),
         floor);
-    pending.add(0, 0, granted);
+    pending.add(now, 0, 0, granted);
     lending.owe(granted);
     return granted;
   }

@@ -2,30 +2,72 @@ package io.retrybudget.relay;
 
 import io.retrybudget.budget.BudgetConfig;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
+import java.util.Arrays;
 
 /**
  * The counts a relay received from its clients (and its own grants while cut off) that Redis has not
  * applied yet, and the first attempts it gave up as lost ({@link BudgetRelay}). Each call to Redis
- * takes them all ({@link #take}); a call Redis did not apply gives its counts back. Pure, not
- * thread-safe.
+ * takes them all ({@link #take}); a call Redis did not apply gives its counts back. First attempts are
+ * kept by when they came, in buckets of a tenth of the window, and a call takes only those of the last
+ * window: Redis puts what a call brings in its window's current bucket, so a relay cut off for a minute
+ * would otherwise bring six windows of its clients' first attempts as one (six times the ratio's
+ * retries for the next window, right after Redis is back); the older ones are lost (the safe side).
+ * Pure, not thread-safe.
  */
 final class PendingSums {
-  private long requests;
+  private static final int BUCKETS = 10;
+  private static final int RING = BUCKETS + 1;
+  private static final long NONE = Long.MIN_VALUE;
+  private long bucketMillis = 1_000;
+  private final long[] stamp = new long[RING]; // first attempts by the bucket they came in
+  private final long[] aged = new long[RING];
+  private long pendingOfNoAge; // kept across a window change: taken with the next call
   private long denied;
   private long retries;
   private long refusedDraws; // denials budget.lua counted for the relay's own draws: taken off the next reports
   private long lost;
 
-  /** Counts received to go with the next call. */
-  void add(long requests, long denied, long retries) {
-    this.requests += requests;
+  PendingSums() {
+    Arrays.fill(stamp, NONE);
+  }
+
+  /** Counts received at {@code now} to go with the next call. */
+  void add(long now, long requests, long denied, long retries) {
+    if (requests > 0) {
+      long cur = Math.floorDiv(now, bucketMillis);
+      int slot = (int) Math.floorMod(cur, RING);
+      if (stamp[slot] < cur) { // (a later bucket's: the clock went back; kept with it)
+        if (stamp[slot] != NONE) {
+          lost += aged[slot]; // a window old: never taken
+        }
+        stamp[slot] = cur;
+        aged[slot] = 0;
+      }
+      aged[slot] += requests;
+    }
     this.denied += denied;
     this.retries += retries;
   }
 
-  /** A call of the relay's own that Redis did not apply: its counts go with the next. */
-  void giveBack(BudgetCall sent) {
-    add(sent.requests(), sent.denied(), sent.retries());
+  /**
+   * The budget's window is {@code windowMillis}: first attempts older than it are not sent. When it
+   * changes, those kept are taken with the next call whatever their age.
+   */
+  void window(long windowMillis) {
+    long b = Math.max(1, windowMillis / BUCKETS);
+    if (b == bucketMillis) {
+      return;
+    }
+    long all = requests();
+    Arrays.fill(stamp, NONE);
+    Arrays.fill(aged, 0);
+    bucketMillis = b;
+    pendingOfNoAge = all;
+  }
+
+  /** A call of the relay's own that Redis did not apply, given back at {@code now}: its counts go with the next. */
+  void giveBack(BudgetCall sent, long now) {
+    add(now, sent.requests(), sent.denied(), sent.retries());
   }
 
   /** budget.lua refused a draw of {@code need} and counted it as a denial: as many clients' denials stay out. */
@@ -35,18 +77,28 @@ final class PendingSums {
 
   /** Whether nothing waits to be sent. */
   boolean empty() {
-    return requests == 0 && denied == 0 && retries == 0;
+    return requests() == 0 && denied == 0 && retries == 0;
   }
 
   /**
-   * The relay's call taking every count pending, drawing {@code want} permits (an ask of one when it
-   * draws). What one call may not report (the trust model's cap, 10^6 or more of a count) is lost, so
-   * that the call closes its batch with every count of it ({@link RelayBatches}).
+   * The relay's call at {@code now} taking every count pending, drawing {@code want} permits (an ask of
+   * one when it draws). First attempts that came a window or more ago are lost, and so is what one call
+   * may not report (the trust model's cap, 10^6 or more of a count), so that the call closes its batch
+   * with every count of it ({@link RelayBatches}).
    */
-  BudgetCall take(String name, long want, BudgetConfig seed) {
+  BudgetCall take(String name, long want, BudgetConfig seed, long now) {
     long offset = Math.min(denied, refusedDraws);
     refusedDraws -= offset;
     denied -= offset;
+    long cur = Math.floorDiv(now, bucketMillis);
+    long requests = pendingOfNoAge;
+    for (int s = 0; s < RING; s++) {
+      if (stamp[s] > cur - BUCKETS) {
+        requests += aged[s];
+      } else {
+        lost += aged[s]; // came a window or more ago
+      }
+    }
     BudgetCall c = new BudgetCall(name, requests, denied, retries, want > 0 ? 1 : 0, want, seed);
     lost += requests - c.requests();
     clear();
@@ -58,7 +110,7 @@ final class PendingSums {
    * retries granted here: reported twice at worst (the safe side); never reported, an over-grant.
    */
   void giveUp() {
-    lost += requests;
+    lost += requests();
     long keep = retries;
     clear();
     retries = keep;
@@ -69,9 +121,13 @@ final class PendingSums {
     lost += requests;
   }
 
-  /** First attempts waiting to be sent. */
+  /** First attempts waiting to be sent (those a window old included, until a call drops them). */
   long requests() {
-    return requests;
+    long n = pendingOfNoAge;
+    for (long a : aged) {
+      n += a;
+    }
+    return n;
   }
 
   /** First attempts given up as lost. */
@@ -80,7 +136,9 @@ final class PendingSums {
   }
 
   private void clear() {
-    requests = 0;
+    Arrays.fill(stamp, NONE);
+    Arrays.fill(aged, 0);
+    pendingOfNoAge = 0;
     denied = 0;
     retries = 0;
   }

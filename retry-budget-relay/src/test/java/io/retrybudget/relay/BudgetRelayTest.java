@@ -289,8 +289,32 @@ class BudgetRelayTest {
     assertFalse(relay.resending() || relay.inDoubt());
     assertEquals(10, relay.lostRequests(), "its counts lost: Redis may forget the number it went with");
     relay.upstreamReplied(probe, redis(BudgetReply.COUNTED, 0, 0, 1), expiry + 1);
+    relay.client("a", 3, count(7), expiry + 2);
     BudgetCall next = relay.upstreamCall(relay.nextUpstreamAt());
-    assertEquals(5, next.requests(), "only what came after");
+    assertEquals(7, next.requests(), "only what came after, within the window");
+    assertEquals(15, relay.lostRequests(), "and the 5 that came a minute ago: Redis would count them as this second's");
+  }
+
+  @Test
+  void firstAttemptsKeptThroughACutOffLongerThanTheWindowAreNotSentAsThisSecondsWhenRedisIsBack() {
+    long t = 0;
+    long seq = 0;
+    relay.client("a", ++seq, count(10), t);
+    relay.upstreamReplied(relay.upstreamCall(t), redis(BudgetReply.COUNTED, 0, 10, 1), t);
+    // Redis gone for a minute: 100 first attempts a second reach the relay, its calls fail
+    for (t = 10; t <= 60_000; t += 10) {
+      relay.client("a", ++seq, count(1), t);
+      BudgetCall up = relay.upstreamCall(t);
+      if (up != null) {
+        relay.upstreamFailed(up, t);
+      }
+    }
+    assertTrue(relay.cutOff());
+    BudgetCall probe = relay.upstreamCall(relay.nextUpstreamAt());
+    relay.upstreamReplied(probe, redis(BudgetReply.COUNTED, 0, 10, 1), relay.nextUpstreamAt());
+    BudgetCall back = relay.upstreamCall(relay.nextUpstreamAt());
+    // the last window's (10 s: about 1,000), not the minute's 6,000 as this second's
+    assertTrue(back.requests() >= 900 && back.requests() <= 1_000, "sent when Redis was back: " + back.requests());
   }
 
   @Test
