@@ -1,5 +1,6 @@
 package io.retrybudget.budget;
 
+import io.retrybudget.budget.internal.ResendCounts;
 import java.util.concurrent.atomic.LongAdder;
 
 /**

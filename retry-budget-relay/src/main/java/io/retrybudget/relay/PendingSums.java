@@ -1,68 +1,47 @@
 package io.retrybudget.relay;
 
 import io.retrybudget.budget.BudgetConfig;
+import io.retrybudget.budget.internal.ResendCounts;
 import io.retrybudget.budget.redis.protocol.BudgetCall;
-import java.util.Arrays;
 
 /**
  * The counts a relay received from its clients (and its own grants while cut off) that Redis has not
  * applied yet, and the first attempts it gave up as lost ({@link BudgetRelay}). Each call to Redis
  * takes them all ({@link #take}); a call Redis did not apply gives its counts back. First attempts are
- * kept by when they came, in buckets of a tenth of the window, and a call takes only those of the last
- * window: Redis puts what a call brings in its window's current bucket, so a relay cut off for a minute
- * would otherwise bring six windows of its clients' first attempts as one (six times the ratio's
- * retries for the next window, right after Redis is back); the older ones are lost (the safe side).
- * Pure, not thread-safe.
+ * kept by when they came ({@link ResendCounts}), and a call takes only those of the last window: Redis
+ * puts what a call brings in its window's current bucket, so a relay cut off for a minute would
+ * otherwise bring six windows of its clients' first attempts as one (six times the ratio's retries for
+ * the next window, right after Redis is back); the older ones are lost (the safe side). Pure, not
+ * thread-safe.
  */
 final class PendingSums {
-  private static final int BUCKETS = 10;
-  private static final int RING = BUCKETS + 1;
-  private static final long NONE = Long.MIN_VALUE;
-  private long bucketMillis = 1_000;
-  private final long[] stamp = new long[RING]; // first attempts by the bucket they came in
-  private final long[] aged = new long[RING];
-  private long pendingOfNoAge; // kept across a window change: taken with the next call
+  private ResendCounts kept = new ResendCounts(10_000); // first attempts, by when they came
+  private long staleBefore; // first attempts a replaced ResendCounts dropped
   private long denied;
   private long retries;
   private long refusedDraws; // denials budget.lua counted for the relay's own draws: taken off the next reports
   private long lost;
 
-  PendingSums() {
-    Arrays.fill(stamp, NONE);
-  }
-
   /** Counts received at {@code now} to go with the next call. */
   void add(long now, long requests, long denied, long retries) {
     if (requests > 0) {
-      long cur = Math.floorDiv(now, bucketMillis);
-      int slot = (int) Math.floorMod(cur, RING);
-      if (stamp[slot] < cur) { // (a later bucket's: the clock went back; kept with it)
-        if (stamp[slot] != NONE) {
-          lost += aged[slot]; // a window old: never taken
-        }
-        stamp[slot] = cur;
-        aged[slot] = 0;
-      }
-      aged[slot] += requests;
+      kept.add(now, requests, 0, 0);
     }
     this.denied += denied;
     this.retries += retries;
   }
 
   /**
-   * The budget's window is {@code windowMillis}: first attempts older than it are not sent. When it
-   * changes, those kept are taken with the next call whatever their age.
+   * The budget's window is {@code windowMillis} (set at {@code now}): first attempts older than it are
+   * not sent. When it changes, those kept go with the next call, as if they came now.
    */
-  void window(long windowMillis) {
-    long b = Math.max(1, windowMillis / BUCKETS);
-    if (b == bucketMillis) {
+  void window(long windowMillis, long now) {
+    if (windowMillis == kept.windowMillis()) {
       return;
     }
-    long all = requests();
-    Arrays.fill(stamp, NONE);
-    Arrays.fill(aged, 0);
-    bucketMillis = b;
-    pendingOfNoAge = all;
+    long all = kept.requests();
+    renew(windowMillis);
+    kept.add(now, all, 0, 0);
   }
 
   /** A call of the relay's own that Redis did not apply, given back at {@code now}: its counts go with the next. */
@@ -90,14 +69,9 @@ final class PendingSums {
     long offset = Math.min(denied, refusedDraws);
     refusedDraws -= offset;
     denied -= offset;
-    long cur = Math.floorDiv(now, bucketMillis);
-    long requests = pendingOfNoAge;
-    for (int s = 0; s < RING; s++) {
-      if (stamp[s] > cur - BUCKETS) {
-        requests += aged[s];
-      } else {
-        lost += aged[s]; // came a window or more ago
-      }
+    long requests = 0;
+    for (long[] row : kept.take(now, 0, 0, 0)) { // those that came a window or more ago dropped
+      requests += row[1];
     }
     BudgetCall c = new BudgetCall(name, requests, denied, retries, want > 0 ? 1 : 0, want, seed);
     lost += requests - c.requests();
@@ -110,7 +84,7 @@ final class PendingSums {
    * retries granted here: reported twice at worst (the safe side); never reported, an over-grant.
    */
   void giveUp() {
-    lost += requests();
+    lost += kept.requests();
     long keep = retries;
     clear();
     retries = keep;
@@ -123,23 +97,23 @@ final class PendingSums {
 
   /** First attempts waiting to be sent (those a window old included, until a call drops them). */
   long requests() {
-    long n = pendingOfNoAge;
-    for (long a : aged) {
-      n += a;
-    }
-    return n;
+    return kept.requests();
   }
 
-  /** First attempts given up as lost. */
+  /** First attempts given up as lost, or dropped as a window old. */
   long lost() {
-    return lost;
+    return lost + staleBefore + kept.stale();
   }
 
   private void clear() {
-    Arrays.fill(stamp, NONE);
-    Arrays.fill(aged, 0);
-    pendingOfNoAge = 0;
+    renew(kept.windowMillis());
     denied = 0;
     retries = 0;
+  }
+
+  /** An empty ResendCounts for {@code windowMillis}, the old one's stale count kept. */
+  private void renew(long windowMillis) {
+    staleBefore += kept.stale();
+    kept = new ResendCounts(windowMillis);
   }
 }

@@ -1,4 +1,4 @@
-package io.retrybudget.budget;
+package io.retrybudget.budget.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

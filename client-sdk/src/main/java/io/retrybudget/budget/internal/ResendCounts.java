@@ -1,6 +1,4 @@
-package io.retrybudget.budget;
-
-import io.retrybudget.budget.internal.SlidingWindowCounts;
+package io.retrybudget.budget.internal;
 
 /**
  * Counts to be sent again (a call Redis did not apply, or refused unsent), kept by when they were first
@@ -8,10 +6,11 @@ import io.retrybudget.budget.internal.SlidingWindowCounts;
  * current bucket, so counts kept longer than the window, sent after an outage, would count as that
  * second's (an outage of a minute: six windows of first attempts at once, six times the ratio's retries
  * for the next window); they are dropped when taken instead ({@link #stale}), as they would have left
- * the window by then. Younger ones are kept to the last, however often their calls fail. Pure, not
- * thread-safe: {@link PendingCounts} guards it.
+ * the window by then. Younger ones are kept to the last, however often their calls fail. Kept by the
+ * SDK for its next call ({@code PendingCounts}) and by a relay for its first attempts
+ * ({@code PendingSums}). Pure, not thread-safe: its owner guards it.
  */
-final class ResendCounts {
+public final class ResendCounts {
   private static final int BUCKETS = SlidingWindowCounts.BUCKETS;
   private static final int RING = BUCKETS + 1;
   private final long bucketMillis;
@@ -21,7 +20,7 @@ final class ResendCounts {
   private final long[] retries = new long[RING];
   private long stale;
 
-  ResendCounts(long windowMillis) {
+  public ResendCounts(long windowMillis) {
     if (windowMillis < BUCKETS) {
       throw new IllegalArgumentException("windowMillis must be at least " + BUCKETS + ", was " + windowMillis);
     }
@@ -34,7 +33,7 @@ final class ResendCounts {
    * taken now) for a call at {@code now}: rows {@code {bucket, requests, denied, retries}}, oldest first.
    * Those kept from before the window are dropped.
    */
-  long[][] take(long now, long newRequests, long newDenied, long newRetries) {
+  public long[][] take(long now, long newRequests, long newDenied, long newRetries) {
     long cur = Math.floorDiv(now, bucketMillis);
     long[][] rows = new long[RING + 1][];
     int n = 0;
@@ -68,7 +67,7 @@ final class ResendCounts {
    * part beyond what one call may report), each row up to what it had. A row whose bucket has left the
    * ring meanwhile is dropped as stale.
    */
-  void keep(long[][] rows, long requests, long denied, long retries, boolean oldestFirst) {
+  public void keep(long[][] rows, long requests, long denied, long retries, boolean oldestFirst) {
     long[] left = {requests, denied, retries};
     for (int k = 0; k < rows.length; k++) {
       long[] row = rows[oldestFirst ? k : rows.length - 1 - k];
@@ -78,12 +77,12 @@ final class ResendCounts {
       left[0] -= r;
       left[1] -= d;
       left[2] -= g;
-      add(row[0], r, d, g);
+      addTo(row[0], r, d, g);
     }
   }
 
   /** Whether anything is kept. */
-  boolean any() {
+  public boolean any() {
     for (int s = 0; s < RING; s++) {
       if (stamp[s] != Long.MIN_VALUE && (requests[s] | denied[s] | retries[s]) != 0) {
         return true;
@@ -92,12 +91,31 @@ final class ResendCounts {
     return false;
   }
 
+  /** First attempts kept (those a window old included, until a take drops them). */
+  public long requests() {
+    long n = 0;
+    for (int s = 0; s < RING; s++) {
+      n += stamp[s] == Long.MIN_VALUE ? 0 : requests[s];
+    }
+    return n;
+  }
+
   /** First attempts dropped for having been kept longer than the window. */
-  long stale() {
+  public long stale() {
     return stale;
   }
 
-  private void add(long bucket, long r, long d, long g) {
+  /** Counts that came at {@code now}, kept to go with a call within the window. */
+  public void add(long now, long requests, long denied, long retries) {
+    addTo(Math.floorDiv(now, bucketMillis), requests, denied, retries);
+  }
+
+  /** The window this keeps counts for. */
+  public long windowMillis() {
+    return bucketMillis * BUCKETS;
+  }
+
+  private void addTo(long bucket, long r, long d, long g) {
     if ((r | d | g) == 0) {
       return;
     }
