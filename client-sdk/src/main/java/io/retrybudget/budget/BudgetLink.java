@@ -64,7 +64,7 @@ final class BudgetLink {
 
   /** Sends what is counted locally and asks for {@code need} permits, {@code want} if there are (0: count only). */
   CompletableFuture<BudgetReply> call(FleetRegistry.Port port, long now, int need, long want) {
-    PendingCounts.Taken taken = own.take(now);
+    PendingCounts.Taken taken = own.take(now, learned);
     // every call carries the counts, so the timer's next flush is one interval after it
     schedule.called(now, learned, need > 0);
     callsSent.incrementAndGet();

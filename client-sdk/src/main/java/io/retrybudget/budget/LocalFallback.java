@@ -58,8 +58,9 @@ final class LocalFallback {
    * between saw no first attempts, and its cap of zero emptied the balance:
    * BudgetFaultTest.fallbackPolicies).
    */
-  synchronized PendingCounts.Taken take(long now) {
-    PendingCounts.Taken t = pending.take(now); // what was kept longer than the window is dropped
+  synchronized PendingCounts.Taken take(long now, Learned l) {
+    // what was kept longer than the window in force is dropped
+    PendingCounts.Taken t = pending.take(now, l.windowSeconds() * 1000L);
     record(now, t.newRequests(), 0, t.newDenied());
     return t;
   }

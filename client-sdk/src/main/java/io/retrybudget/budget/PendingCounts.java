@@ -15,8 +15,10 @@ final class PendingCounts {
   // retries the fallback granted, reported to Redis with the next call (and resent like the others)
   private final LongAdder retries = new LongAdder();
   // counts Redis did not apply (a stale or missing reply): sent again with the next call, and already
-  // in the budget's own window (so not recorded there a second time); guarded by itself
-  private final ResendCounts resend;
+  // in the budget's own window (so not recorded there a second time); guarded by lock, replaced
+  // when the budget's window changes
+  private final Object lock = new Object();
+  private ResendCounts resend;
 
   /** {@code windowMillis}: how long counts are sent again at most (the budget's window). */
   PendingCounts(long windowMillis) {
@@ -56,21 +58,25 @@ final class PendingCounts {
     if (requests.sum() > 0 || denied.sum() > 0 || retries.sum() > 0) {
       return true;
     }
-    synchronized (resend) {
+    synchronized (lock) {
       return resend.any();
     }
   }
 
   /**
    * Takes everything for a call at {@code now} (the caller holds the own window's lock, see
-   * {@link LocalFallback#take}); what was kept from before the window is dropped ({@link #stale}).
+   * {@link LocalFallback#take}); what was kept from before the window in force ({@code windowMillis},
+   * the budget's as Redis last told it) is dropped ({@link #stale}).
    */
-  Taken take(long now) {
+  Taken take(long now, long windowMillis) {
     long r = requests.sumThenReset();
     long d = denied.sumThenReset();
     long g = retries.sumThenReset();
     long[][] rows;
-    synchronized (resend) {
+    synchronized (lock) {
+      if (windowMillis != resend.windowMillis()) {
+        resend = resend.withWindow(windowMillis); // a window changed mid-flight: kept by when they came
+      }
       rows = resend.take(now, r, d, g);
     }
     long sumR = 0;
@@ -93,14 +99,14 @@ final class PendingCounts {
     if (requests <= 0 && denied <= 0 && retries <= 0) {
       return;
     }
-    synchronized (resend) {
+    synchronized (lock) {
       resend.keep(taken.rows(), Math.max(0, requests), Math.max(0, denied), Math.max(0, retries), sent);
     }
   }
 
   /** First attempts dropped from being sent again for having been kept longer than the window. */
   long stale() {
-    synchronized (resend) {
+    synchronized (lock) {
       return resend.stale();
     }
   }

@@ -254,7 +254,7 @@ final class RedisRetryBudget implements RetryBudget {
     long now = clock.getAsLong();
     if (port == null) {
       // never connected: keep the own window current so the fallback sees a window, not a backlog
-      own.take(now);
+      own.take(now, link.learned());
       return DONE;
     }
     FlushSchedule.Due due = schedule.due(now, evenIfIdle, link.learned());

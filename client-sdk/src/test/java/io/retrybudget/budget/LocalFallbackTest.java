@@ -39,7 +39,7 @@ class LocalFallbackTest {
       granted += second(pending, f, s * 1_000L);
     }
     assertEquals(3, granted, "30 first attempts at ratio 0.1");
-    PendingCounts.Taken taken = f.take(4_000);
+    PendingCounts.Taken taken = f.take(4_000, CONFIG);
     assertEquals(3, taken.retries(), "its grants go to Redis with the next call");
     assertEquals(30, taken.requests());
   }

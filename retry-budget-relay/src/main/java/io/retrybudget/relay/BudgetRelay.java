@@ -224,7 +224,7 @@ public final class BudgetRelay {
     }
     batches.applied(now);
     long windowMillis = reply.windowSeconds() * 1000L;
-    pending.window(windowMillis, now);
+    pending.window(windowMillis);
     if (applied.windowMillis() != windowMillis) {
       applied = new SlidingWindowCounts(windowMillis);
       own = new SlidingWindowCounts(windowMillis);

@@ -32,16 +32,13 @@ final class PendingSums {
   }
 
   /**
-   * The budget's window is {@code windowMillis} (set at {@code now}): first attempts older than it are
-   * not sent. When it changes, those kept go with the next call, as if they came now.
+   * The budget's window is {@code windowMillis}: first attempts older than it are not sent. When it
+   * changes, those kept are kept for the new window by when they came ({@link ResendCounts#withWindow}).
    */
-  void window(long windowMillis, long now) {
-    if (windowMillis == kept.windowMillis()) {
-      return;
+  void window(long windowMillis) {
+    if (windowMillis != kept.windowMillis()) {
+      kept = kept.withWindow(windowMillis);
     }
-    long all = kept.requests();
-    renew(windowMillis);
-    kept.add(now, all, 0, 0);
   }
 
   /** A call of the relay's own that Redis did not apply, given back at {@code now}: its counts go with the next. */

@@ -317,6 +317,36 @@ class BudgetRelayTest {
     assertTrue(back.requests() >= 900 && back.requests() <= 1_000, "sent when Redis was back: " + back.requests());
   }
 
+  /** Redis's reply for a budget whose window is {@code windowSeconds}. */
+  private static BudgetReply windowed(int windowSeconds) {
+    return new BudgetReply(BudgetReply.COUNTED, 0, 10, 0, 0, 101, 1, 100_000, windowSeconds, 10, "enforce", 0, 0,
+        20_000_000, 2_000);
+  }
+
+  @Test
+  void aWindowShortenedDuringACutOffSendsOnlyTheNewWindowsFirstAttemptsWhenRedisIsBack() {
+    long t = 0;
+    long seq = 0;
+    relay.client("a", ++seq, count(10), t);
+    relay.upstreamReplied(relay.upstreamCall(t), windowed(60), t); // a window of a minute
+    for (t = 10; t <= 60_000; t += 10) { // Redis gone for a minute, 100 first attempts a second
+      relay.client("a", ++seq, count(1), t);
+      BudgetCall up = relay.upstreamCall(t);
+      if (up != null) {
+        relay.upstreamFailed(up, t);
+      }
+    }
+    assertTrue(relay.cutOff());
+    // meanwhile an operator set the window to 10 s: the probe's reply says so
+    BudgetCall probe = relay.upstreamCall(relay.nextUpstreamAt());
+    relay.upstreamReplied(probe, windowed(10), relay.nextUpstreamAt());
+    BudgetCall back = relay.upstreamCall(relay.nextUpstreamAt());
+    // the new window's last 10 s at most (about 1,000), not the minute's 6,000 as this second's (before:
+    // all kept were sent as if they came at the change); kept by when their 6 s bucket began, so those
+    // of a bucket that began more than 10 s ago are dropped (the safe side): at least 4 s of them
+    assertTrue(back.requests() >= 400 && back.requests() <= 1_100, "sent when Redis was back: " + back.requests());
+  }
+
   @Test
   void aCallRefusedBeforeRedisRanItGoesAgain() {
     relay.client("a", 1, count(10), 0);

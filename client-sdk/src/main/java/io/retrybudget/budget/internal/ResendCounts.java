@@ -110,6 +110,28 @@ public final class ResendCounts {
     addTo(Math.floorDiv(now, bucketMillis), requests, denied, retries);
   }
 
+  /**
+   * The same counts kept for a window of {@code windowMillis} (the budget's window changed): each at the
+   * time its bucket began, so those older than the new window are dropped as stale at the next take,
+   * as if they had been kept for it all along (a window shrunk from a minute to 10 s would otherwise
+   * send a minute's counts kept through an outage as one 10 s window's). The stale count is carried.
+   */
+  public ResendCounts withWindow(long windowMillis) {
+    ResendCounts to = new ResendCounts(windowMillis);
+    to.stale = stale;
+    Integer[] order = new Integer[RING];
+    for (int s = 0; s < RING; s++) {
+      order[s] = s;
+    }
+    java.util.Arrays.sort(order, java.util.Comparator.comparingLong(s -> stamp[s]));
+    for (int s : order) { // oldest first: a newer bucket sharing a slot with an older one keeps the slot
+      if (stamp[s] != Long.MIN_VALUE) {
+        to.addTo(Math.floorDiv(stamp[s] * bucketMillis, to.bucketMillis), requests[s], denied[s], retries[s]);
+      }
+    }
+    return to;
+  }
+
   /** The window this keeps counts for. */
   public long windowMillis() {
     return bucketMillis * BUCKETS;

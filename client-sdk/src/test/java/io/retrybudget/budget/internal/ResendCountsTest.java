@@ -69,4 +69,60 @@ class ResendCountsTest {
       assertEquals(total, sent + r.stale(), "seed " + seed + ": every count sent once or dropped as stale");
     }
   }
+
+  @Test
+  void aChangedWindowKeepsEachCountByWhenItCameAndDropsThoseOlderThanTheNewWindow() {
+    ResendCounts r = new ResendCounts(60_000); // buckets of 6 s
+    for (long t = 0; t < 60_000; t += 1_000) {
+      r.add(t, 10, 1, 0); // 10 first attempts a second for a minute
+    }
+    ResendCounts shorter = r.withWindow(10_000); // buckets of 1 s
+    assertEquals(10_000, shorter.windowMillis());
+    long[][] rows = shorter.take(60_000, 0, 0, 0);
+    // buckets that began within the last 10 s: those of 54 s (60 counts) and 48 s (began 12 s ago: stale)
+    assertEquals(60, requests(rows), "only what came within the new window");
+    assertEquals(540, shorter.stale(), "the rest dropped as stale");
+    ResendCounts longer = new ResendCounts(10_000);
+    for (long t = 0; t < 10_000; t += 1_000) {
+      longer.add(t, 10, 0, 0);
+    }
+    ResendCounts wider = longer.withWindow(60_000);
+    assertEquals(100, requests(wider.take(10_000, 0, 0, 0)), "a longer window keeps every count");
+    assertEquals(0, wider.stale());
+  }
+
+  @Test
+  void randomWindowChangesNeverSendACountOlderThanTheWindowInForceAndLoseNone() {
+    for (long seed = 0; seed < 200; seed++) {
+      SplittableRandom random = new SplittableRandom(seed);
+      long window = 1_000L * random.nextInt(1, 20);
+      ResendCounts r = new ResendCounts(window);
+      long now = 0;
+      long sent = 0;
+      long total = 0;
+      long[] cameAt = new long[0];
+      for (int step = 0; step < 300; step++) {
+        now += random.nextInt(1, 3_000);
+        if (random.nextInt(10) == 0) {
+          window = 1_000L * random.nextInt(1, 20);
+          r = r.withWindow(window);
+        }
+        long n = random.nextInt(0, 20);
+        total += n;
+        long[][] rows = r.take(now, n, 0, 0);
+        for (long[] row : rows) {
+          // a row's bucket began at most a window before now (its counts came after that)
+          assertTrue(row[0] * (window / 10) > now - window - window / 10,
+              "seed " + seed + ": a count older than the window in force went");
+        }
+        if (random.nextInt(3) == 0) {
+          sent += requests(rows);
+        } else {
+          r.keep(rows, requests(rows), 0, 0, true);
+        }
+      }
+      sent += requests(r.take(now, 0, 0, 0));
+      assertEquals(total, sent + r.stale(), "seed " + seed + ": every count sent once or dropped as stale");
+    }
+  }
 }
