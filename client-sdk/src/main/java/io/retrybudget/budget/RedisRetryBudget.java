@@ -150,6 +150,7 @@ final class RedisRetryBudget implements RetryBudget {
     long want = permits.permitsToAsk(l, own.asksPerSecond(now));
     if (want == 0) {
       // not this client's turn to ask: the fleet's permit calls stay under their share of the ceiling
+      ahead.sampledOut(now); // a relay's client: its next asks within 3 s are decided ahead (AskAhead)
       pending.denied();
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);

@@ -93,6 +93,32 @@ class AskAheadTest {
   }
 
   @Test
+  void aRelaysClientWhoseAsksAreSampledWaitsOnlyForItsFirstAskInAStorm() {
+    // a relay of 5,000 clients taking 4,000 calls a second (so each ask goes with about 1 in 15 at 4
+    // asks a second), its pool holding a few permits between draws (its replies say 3): the bench's
+    // 20,000 clients through 4 relays. Before, a sampled-in ask of a client the relay had not refused
+    // within 3 s waited a round trip (7.8 % of the storm's decisions there)
+    java.util.SplittableRandom random = new java.util.SplittableRandom(3);
+    FakeEngine e = new FakeEngine(20, FallbackPolicy.LOCAL, random::nextDouble);
+    e.portInstead = new RelayLikePort(e.store, 5_000, 4_000, 3);
+    e.store.configure(100_000, 10, 1, BudgetConfig.DEFAULT_MAX_CALLS_PER_SECOND);
+    e.store.replyAfter(REPLY_MILLIS);
+    RedisRetryBudget b = budget(e);
+    long deniedBefore = e.store.deniedCounted;
+    Asks a = storm(e, b, 480, 250); // 4 asks a second for 2 minutes
+    e.advanceMillis(2_000);
+    assertTrue(b.viaRelay());
+    // the storm's first ask, and at most one sampled in before any was sampled out (28 before)
+    assertTrue(a.waited <= 2, "only the storm's first asks wait: " + a.waited + " of " + a.decisions.size());
+    long handed = e.store.permitsGranted;
+    assertTrue(a.granted <= handed && a.granted >= handed - 1, a.granted + " grants used of " + handed);
+    assertTrue(a.granted >= 10, "sampled asks still bring grants: " + a.granted);
+    long denied = e.store.deniedCounted - deniedBefore;
+    assertTrue(denied >= a.refused() && denied <= a.refused() + 1, denied + " denials counted for "
+        + a.refused() + " refusals");
+  }
+
+  @Test
   void withPermitsToSpareEveryAskIsGrantedAndAfterTheSecondNoneWaits() {
     FakeEngine e = engine(true, 100_000, 100);
     RedisRetryBudget b = budget(e);
