@@ -229,7 +229,11 @@ class ManagementListenerTest {
             + MANAGEMENT_CAP + ", " + idle.size() + " opened)", e);
       }
       assertEquals(200, get(coordinator.managementPort(), "/health/live").status(), "a probe replaces an idle one");
-      assertTrue(coordinator.managementConnections() <= MANAGEMENT_CAP);
+      // the probe's connection may have come from the reserve (over the cap) or evicted one still
+      // closing: both are gone once the server sees them closed, not at the instant the reply came
+      // (it failed once as an immediate check: 5 held against a cap of 4)
+      Eventually.await("back within the cap once the probe's connection closed", Duration.ofSeconds(10),
+          () -> coordinator.managementConnections() <= MANAGEMENT_CAP);
     } finally {
       for (RawHttp c : idle) {
         c.close();

@@ -23,4 +23,20 @@ class RedisErrorsTest {
     assertTrue(RedisErrors.describe(new RedisCommandExecutionException("ERR Internal stack size exceeded"), "h:1", 1000)
         .startsWith("Redis at h:1 refused the command"));
   }
+
+  @Test
+  void anOutOfMemoryMetInsideAScriptIsNamedOnEveryRedisVersion() {
+    String oom = "Redis at h:1 is out of memory (OOM: maxmemory reached, writes refused)";
+    // Redis 7 passes the script's command's error on as it is
+    assertEquals(oom, RedisErrors.describe(new RedisCommandExecutionException(
+        "OOM command not allowed when used memory > 'maxmemory'. script: abc, on @user_script:12."), "h:1", 1000));
+    // Redis 6.2 wraps it (RedisOutageTest.aRedisOutOfMemoryIsNamedInThe503 on the embedded 6.2 binary
+    // read "refused the command (ERR)" before)
+    assertEquals(oom, RedisErrors.describe(new RedisCommandExecutionException(
+        "ERR Error running script (call to f_1f2e): @user_script:12: @user_script: 12: -OOM command not allowed "
+            + "when used memory > 'maxmemory'. "), "h:1", 1000));
+    // a script's own error without a code stays the script's
+    assertEquals("Redis at h:1 refused the command (ERR)", RedisErrors.describe(new RedisCommandExecutionException(
+        "ERR Error running script (call to f_1f2e): @user_script:3: user_script:3: attempt to compare nil"), "h:1", 1000));
+  }
 }

@@ -62,11 +62,8 @@ public final class BudgetRelay {
   private SlidingWindowCounts applied = new SlidingWindowCounts(10_000); // first attempts Redis applied from this relay
   private final InForce inForce = new InForce(); // the seed, then Redis's last applied reply
   private final PendingSums pending = new PendingSums(); // counts to send with the next call
-  private boolean inFlight;
-  private final CallInDoubt doubt = new CallInDoubt();
-  private final UpstreamSchedule schedule;
-  private int failures;
-  private boolean cutOff;
+  private final UpstreamLink link; // when calls are due, the one in flight or in doubt, the cut-off
+  private final UpstreamSchedule schedule; // link's
   private final LocalShare local = new LocalShare(); // the paced share it grants from while cut off
   private final ShareLending lending; // its part of Redis's balance, granted with nothing drawn
   private final RelayBatches batches = new RelayBatches();
@@ -75,7 +72,8 @@ public final class BudgetRelay {
     this.name = name;
     this.settings = settings;
     this.ledger = new ReportLedger(settings.maxClients());
-    this.schedule = new UpstreamSchedule(settings.minUpstreamMillis(), random);
+    this.link = new UpstreamLink(settings, random);
+    this.schedule = link.schedule();
     this.lending = new ShareLending(random);
   }
 
@@ -145,7 +143,7 @@ public final class BudgetRelay {
     }
     long granted = pool.take(call.need(), call.want(), now);
     if (granted == 0) {
-      granted = cutOff ? takeLocal(call.need(), call.want(), now) : lend(call.need(), call.want(), now);
+      granted = link.cutOff() ? takeLocal(call.need(), call.want(), now) : lend(call.need(), call.want(), now);
     }
     if (granted > 0) {
       return reply(BudgetReply.GRANTED, granted, now);
@@ -165,17 +163,14 @@ public final class BudgetRelay {
    * {@link #upstreamRefused} or {@link #upstreamFailed}.
    */
   public BudgetCall upstreamCall(long now) {
-    if (!inForce.seeded() || inFlight || !schedule.due(now)) {
+    if (!inForce.seeded() || !link.mayCall(now)) {
       return null;
     }
-    BudgetCall again = doubt.again(now);
+    BudgetCall again = link.again(now);
     if (again != null) { // (its batch and items: batches.inFlight(), as the first time)
-      // the call of unknown fate goes first, as it was (a cut-off relay's probe too)
-      inFlight = true;
-      schedule.sent(now, again.want() > 0);
-      return again;
+      return again; // the call of unknown fate goes first, as it was (a cut-off relay's probe too)
     }
-    BudgetCall expired = doubt.release();
+    BudgetCall expired = link.giveUpDoubt();
     if (expired != null) {
       pending.lost(expired.requests()); // held too long: Redis may forget the number it went with
       pending.add(now, 0, 0, expired.retries()); // grants go again: reported twice at worst (never: an over-grant)
@@ -186,11 +181,10 @@ public final class BudgetRelay {
       // left, so these counts, sent later, could count twice; given up instead
       pending.giveUp();
     }
-    if (cutOff) {
+    if (link.cutOff()) {
       // a probe: empty, so that the counts (and the grants made alone) wait for an answer instead of
       // going with calls that are likely lost
-      inFlight = true;
-      schedule.sent(now, false);
+      link.sent(now, false);
       batches.probe();
       return new BudgetCall(name, 0, 0, 0, 0, 0, inForce.seed());
     }
@@ -203,19 +197,13 @@ public final class BudgetRelay {
     BudgetCall c = pending.take(name, want, inForce.seed(), now); // every count: the call closes the batch
     lending.taken(); // and every grant lent so far
     batches.close();
-    inFlight = true;
-    schedule.sent(now, want > 0);
+    link.sent(now, want > 0);
     return c;
   }
 
   /** Redis answered {@code sent} at {@code now}. */
   public void upstreamReplied(BudgetCall sent, BudgetReply reply, long now) {
-    inFlight = false;
-    failures = 0;
-    boolean again = doubt.is(sent);
-    if (again) {
-      doubt.release();
-    }
+    boolean again = link.answered(sent);
     // sent again with its number and stale: the first was applied (its grants, if any, are lost)
     if (!reply.applied() && !(again && BudgetReply.STALE.equals(reply.status()))) {
       giveBack(sent, now); // nothing of it was applied: it goes with the next call
@@ -232,9 +220,8 @@ public final class BudgetRelay {
     applied.add(now, sent.requests(), 0, 0);
     inForce.upstream(reply);
     lending.applied(reply, now);
-    if (cutOff) {
-      cutOff = false; // Redis decides again; the next cut-off starts its balance from nothing
-      local.reset();
+    if (link.reconnected()) {
+      local.reset(); // Redis decides again; the next cut-off starts its balance from nothing
     }
     if (BudgetReply.GRANTED.equals(reply.status())) {
       pool.add(reply.granted(), now, settings.permitLifeMillis());
@@ -250,7 +237,7 @@ public final class BudgetRelay {
    * nothing puts them back; a failure all the same (a relay whose calls are all refused is cut off).
    */
   public void upstreamRefused(BudgetCall sent, long now) {
-    if (!doubt.is(sent)) { // a call in doubt refused again is still in doubt: its first may have been applied
+    if (!link.inDoubt(sent)) { // a call in doubt refused again is still in doubt: its first may have been applied
       giveBack(sent, now);
     }
     failed(now);
@@ -262,7 +249,7 @@ public final class BudgetRelay {
    * until Redis answers it, for at most {@link CallInDoubt#LIMIT_MILLIS}; a failure meanwhile.
    */
   public void upstreamInDoubt(BudgetCall sent, long now) {
-    doubt.hold(sent, now);
+    link.hold(sent, now);
     failed(now);
   }
 
@@ -273,7 +260,7 @@ public final class BudgetRelay {
    * doubt stays in doubt.
    */
   public void upstreamFailed(BudgetCall sent, long now) {
-    if (!doubt.is(sent)) {
+    if (!link.inDoubt(sent)) {
       pending.lost(sent.requests());
       pending.add(now, 0, 0, sent.retries());
       batches.lost();
@@ -286,7 +273,7 @@ public final class BudgetRelay {
    * it with the number it last went with, never a fresh one ({@code BudgetScripts.again}).
    */
   public boolean resending() {
-    return doubt.held() && inFlight;
+    return link.resending();
   }
 
   /**
@@ -304,16 +291,13 @@ public final class BudgetRelay {
 
   /** Whether a call of unknown fate is held, to be sent again with its number. */
   public boolean inDoubt() {
-    return doubt.held();
+    return link.inDoubt();
   }
 
   /** A call to Redis came to nothing: one more failure in a row (enough of them cut the relay off). */
   private void failed(long now) {
-    inFlight = false;
+    link.failed();
     lending.unknown();
-    if (++failures >= settings.failuresToCutOff() && !cutOff) {
-      cutOff = true;
-    }
     scheduleNext(now);
   }
 
@@ -331,7 +315,7 @@ public final class BudgetRelay {
    * ({@link UpstreamSchedule#bringForward}): Redis's cost is unchanged.
    */
   private void drawEarlyIfCold(long now) {
-    if (!cutOff && !inFlight && inForce.upstream() != null && schedule.cold(now, DEMAND_MILLIS)) {
+    if (inForce.upstream() != null && link.coldAndIdle(now, DEMAND_MILLIS)) {
       schedule.bringForward(now, DEMAND_MILLIS);
     }
   }
@@ -376,7 +360,7 @@ public final class BudgetRelay {
     long next;
     if (held > 0) {
       next = 0;
-    } else if (cutOff && local.active()) {
+    } else if (link.cutOff() && local.active()) {
       next = local.nextMillis();
     } else {
       next = Math.max(1, schedule.nextAt() - now + 1);
@@ -390,7 +374,7 @@ public final class BudgetRelay {
 
   /** What an ask could be granted at {@code now}: the permits held and, unless cut off, what may be lent. */
   private long available(long now) {
-    return pool.held(now) + (cutOff ? 0 : lending.lendable());
+    return pool.held(now) + (link.cutOff() ? 0 : lending.lendable());
   }
 
   /** The fleet's size as this relay estimates it ({@link RelayArithmetic#fleetEstimate}). */
@@ -474,7 +458,7 @@ public final class BudgetRelay {
 
   /** Whether the relay decides from its own paced share because Redis did not answer. */
   public boolean cutOff() {
-    return cutOff;
+    return link.cutOff();
   }
 
   /** Permits held for the clients at {@code now}. */

@@ -38,6 +38,9 @@ public final class RedisErrors {
       }
       if (t instanceof RedisCommandExecutionException) {
         String code = errorCode(t.getMessage());
+        if (code.equals("ERR")) {
+          code = scriptErrorCode(t.getMessage(), code);
+        }
         if (code.equals("OOM")) {
           return "Redis at " + endpoint + " is out of memory (OOM: maxmemory reached, writes refused)";
         }
@@ -69,6 +72,20 @@ public final class RedisErrors {
       end++;
     }
     return end > 1 && (end == message.length() || message.charAt(end) == ' ') ? message.substring(0, end) : "";
+  }
+
+  private static final java.util.regex.Pattern SCRIPT_ERROR =
+      java.util.regex.Pattern.compile("^ERR Error running script.*?: -([A-Z]{2,20}) ");
+
+  /**
+   * The code of the error a script's own command met, which Redis before 7 wraps in its "ERR Error
+   * running script" ("ERR Error running script (call to f_...): @user_script:12: @user_script: 12:
+   * -OOM command not allowed when used memory > 'maxmemory'."; Redis 7 passes "OOM ..." on as it is);
+   * {@code otherwise} when there is none.
+   */
+  static String scriptErrorCode(String message, String otherwise) {
+    java.util.regex.Matcher m = SCRIPT_ERROR.matcher(message == null ? "" : message);
+    return m.find() ? m.group(1) : otherwise;
   }
 
   private static boolean contains(Throwable t, String text) {
