@@ -5,6 +5,7 @@ import io.retrybudget.budget.redis.protocol.BudgetReply;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -56,7 +57,9 @@ final class AskAhead {
   private final LocalFallback own;
   private final PendingCounts pending;
   private final AtomicBoolean inFlight = new AtomicBoolean();
-  private final AtomicBoolean refusalCounted = new AtomicBoolean(); // the relay counted the refusal being reused
+  // denials the relay counted for asks in the background no decision stood for, each set against the
+  // next refusal (which is then not counted again)
+  private final AtomicInteger credits = new AtomicInteger();
   private final LongAdder decided = new LongAdder();
   private volatile long lastAsk = Long.MIN_VALUE;
   private volatile long lastRefusal = Long.MIN_VALUE; // when the relay last refused this client's ask
@@ -128,9 +131,20 @@ final class AskAhead {
     decided.increment();
   }
 
-  /** Whether the refusal being reused was counted by the relay already (once: the next reuse is counted). */
+  /**
+   * Denials the relay counted for asks in the background that no decision stood for, not yet set against
+   * a refusal (for tests: each refusal is counted once, and each of these once more).
+   */
+  int refusalCredits() {
+    return credits.get();
+  }
+
+  /**
+   * Whether the relay counted a denial for an ask in the background that no decision stood for: this
+   * refusal is that one, not counted again (takes one such credit).
+   */
   boolean refusalCounted() {
-    return refusalCounted.get() && refusalCounted.getAndSet(false);
+    return credits.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0;
   }
 
   /** Asks decided ahead so far (for tests and benchmarks). */
@@ -154,7 +168,7 @@ final class AskAhead {
     } catch (RuntimeException e) {
       inFlight.set(false);
       health.failure(e);
-      return true;
+      return false; // no ask stands for the refusal: the caller counts it
     }
     settings.timer().within(call, settings.callTimeoutMillis()).whenComplete((reply, error) -> {
       try {
@@ -163,10 +177,18 @@ final class AskAhead {
           return;
         }
         health.failure(error);
+        if (forRefusal) {
+          pending.denied(); // no reply counted the refusal made at once
+        }
         if (error instanceof TimeoutException) {
           call.thenAccept(late -> {
             if (late.applied()) {
               health.on(RedisHealth.Event.REPLY_LATE, null);
+            }
+            if (late.applied() && (BudgetReply.DENIED.equals(late.status()) || BudgetReply.SHADOW.equals(late.status()))) {
+              // the relay counted a denial no decision stands for now (a refusal made at once was counted
+              // when the ask failed): the next refusal is not counted again
+              credits.incrementAndGet();
             }
             if (!BudgetReply.SHADOW.equals(late.status())) {
               permits.keepLate(late, settings.clock().getAsLong(), link.learned());
@@ -182,6 +204,9 @@ final class AskAhead {
 
   private void answered(BudgetReply reply, long now, boolean forRefusal) {
     if (!reply.applied()) {
+      if (forRefusal) {
+        pending.denied(); // the refusal made at once: nothing counted it
+      }
       return; // its counts go with the next call (BudgetLink); the next ask asks again
     }
     health.on(RedisHealth.Event.REPLY_IN_TIME, null);
@@ -196,6 +221,8 @@ final class AskAhead {
       case BudgetReply.SHADOW -> {
         if (forRefusal) {
           own.record(now, 0, 1, 1); // the shadow grant made at once, as the relay counted it
+        } else {
+          credits.incrementAndGet(); // counted by the relay as a refusal no decision stands for
         }
       }
       case BudgetReply.DENIED -> {
@@ -203,7 +230,7 @@ final class AskAhead {
         permits.exhausted(now, reply, l);
         refused(now);
         if (!forRefusal) {
-          refusalCounted.set(true);
+          credits.incrementAndGet();
         }
       }
       default -> { }

@@ -30,7 +30,8 @@ final class PendingCounts {
    * call sends (the new counts plus those sent again), and those by when they were first taken
    * ({@link ResendCounts#take}), for {@link #sendAgain}.
    */
-  record Taken(long newRequests, long newDenied, long requests, long denied, long retries, long[][] rows) {}
+  record Taken(long newRequests, long newDenied, long requests, long denied, long retries, long[][] rows,
+      long windowMillis) {}
 
   void firstAttempt() {
     requests.increment();
@@ -73,11 +74,13 @@ final class PendingCounts {
     long d = denied.sumThenReset();
     long g = retries.sumThenReset();
     long[][] rows;
+    long takenWith;
     synchronized (lock) {
       if (windowMillis != resend.windowMillis()) {
         resend = resend.withWindow(windowMillis); // a window changed mid-flight: kept by when they came
       }
       rows = resend.take(now, r, d, g);
+      takenWith = resend.windowMillis();
     }
     long sumR = 0;
     long sumD = 0;
@@ -87,7 +90,7 @@ final class PendingCounts {
       sumD += row[2];
       sumG += row[3];
     }
-    return new Taken(r, d, sumR, sumD, sumG, rows);
+    return new Taken(r, d, sumR, sumD, sumG, rows, takenWith);
   }
 
   /**
@@ -100,7 +103,7 @@ final class PendingCounts {
       return;
     }
     synchronized (lock) {
-      resend.keep(taken.rows(), Math.max(0, requests), Math.max(0, denied), Math.max(0, retries), sent);
+      resend.keep(taken.rows(), taken.windowMillis(), Math.max(0, requests), Math.max(0, denied), Math.max(0, retries), sent);
     }
   }
 
@@ -108,6 +111,13 @@ final class PendingCounts {
   long stale() {
     synchronized (lock) {
       return resend.stale();
+    }
+  }
+
+  /** Refusals dropped with them (for tests: each refusal is counted once, or dropped as stale). */
+  long staleDenials() {
+    synchronized (lock) {
+      return resend.staleDenied();
     }
   }
 }

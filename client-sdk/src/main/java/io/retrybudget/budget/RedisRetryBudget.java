@@ -151,14 +151,17 @@ final class RedisRetryBudget implements RetryBudget {
     if (want == 0) {
       // not this client's turn to ask: the fleet's permit calls stay under their share of the ceiling
       ahead.sampledOut(now); // a relay's client: its next asks within 3 s are decided ahead (AskAhead)
-      pending.denied();
+      if (!ahead.refusalCounted()) { // the relay counted a refusal no ask stood for: this is it
+        pending.denied();
+      }
       return CompletableFuture.completedFuture(
           l.mode() == BudgetMode.SHADOW ? BudgetDecision.GRANTED_SHADOW : BudgetDecision.DENIED_EXHAUSTED_CACHED);
     }
     if (active && ahead.refusesAtOnce(h, now)) {
       // a relay's client in a storm, refused lately: no ask waits for a round trip; this one
       // is refused at once and an ask goes in the background, its grant held for the next (AskAhead)
-      if (!ahead.ask(port, now, want, true)) {
+      boolean counted = ahead.refusalCounted(); // the relay counted a refusal no ask stood for: this is it
+      if (!ahead.ask(port, now, want, !counted) && !counted) {
         pending.denied(); // no ask stands for it
       }
       return CompletableFuture.completedFuture(
@@ -332,6 +335,11 @@ final class RedisRetryBudget implements RetryBudget {
   /** Whether its relay refused an ask of this budget within AskAhead's 3 s of {@code now} (for tests). */
   boolean refusedLately(long now) {
     return ahead.refusedLately(now);
+  }
+
+  /** Refusals dropped with counts kept longer than the window, and the relay's denials no refusal stood for (for tests). */
+  long[] refusalAccounts() {
+    return new long[] {pending.staleDenials(), ahead.refusalCredits()};
   }
 
   /** Asks this budget decided ahead, from what it held, without waiting for a reply (for tests and benchmarks). */

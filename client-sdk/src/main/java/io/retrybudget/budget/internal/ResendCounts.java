@@ -19,6 +19,7 @@ public final class ResendCounts {
   private final long[] denied = new long[RING];
   private final long[] retries = new long[RING];
   private long stale;
+  private long staleDenied; // refusals dropped with them
 
   public ResendCounts(long windowMillis) {
     if (windowMillis < BUCKETS) {
@@ -43,6 +44,7 @@ public final class ResendCounts {
       }
       if (stamp[s] <= cur - BUCKETS) {
         stale += requests[s]; // kept from before the window
+        staleDenied += denied[s];
       } else if ((requests[s] | denied[s] | retries[s]) != 0) {
         rows[n++] = new long[] {Math.min(stamp[s], cur), requests[s], denied[s], retries[s]};
       }
@@ -68,6 +70,16 @@ public final class ResendCounts {
    * ring meanwhile is dropped as stale.
    */
   public void keep(long[][] rows, long requests, long denied, long retries, boolean oldestFirst) {
+    keep(rows, windowMillis(), requests, denied, retries, oldestFirst);
+  }
+
+  /**
+   * As {@link #keep(long[][], long, long, long, boolean)}, for rows taken when the window was
+   * {@code rowsWindowMillis}: each row at the time its bucket began, in this window's buckets.
+   */
+  public void keep(long[][] rows, long rowsWindowMillis, long requests, long denied, long retries,
+      boolean oldestFirst) {
+    long rowBucket = rowsWindowMillis / BUCKETS;
     long[] left = {requests, denied, retries};
     for (int k = 0; k < rows.length; k++) {
       long[] row = rows[oldestFirst ? k : rows.length - 1 - k];
@@ -77,7 +89,7 @@ public final class ResendCounts {
       left[0] -= r;
       left[1] -= d;
       left[2] -= g;
-      addTo(row[0], r, d, g);
+      addTo(rowBucket == bucketMillis ? row[0] : Math.floorDiv(row[0] * rowBucket, bucketMillis), r, d, g);
     }
   }
 
@@ -105,6 +117,11 @@ public final class ResendCounts {
     return stale;
   }
 
+  /** Refusals dropped with them (kept longer than the window). */
+  public long staleDenied() {
+    return staleDenied;
+  }
+
   /** Counts that came at {@code now}, kept to go with a call within the window. */
   public void add(long now, long requests, long denied, long retries) {
     addTo(Math.floorDiv(now, bucketMillis), requests, denied, retries);
@@ -119,6 +136,7 @@ public final class ResendCounts {
   public ResendCounts withWindow(long windowMillis) {
     ResendCounts to = new ResendCounts(windowMillis);
     to.stale = stale;
+    to.staleDenied = staleDenied;
     Integer[] order = new Integer[RING];
     for (int s = 0; s < RING; s++) {
       order[s] = s;
@@ -144,11 +162,13 @@ public final class ResendCounts {
     int slot = slot(bucket);
     if (stamp[slot] > bucket) {
       stale += r; // its bucket is another's now: older than the window
+      staleDenied += d;
       return;
     }
     if (stamp[slot] != bucket) {
       if (stamp[slot] != Long.MIN_VALUE) {
         stale += requests[slot];
+        staleDenied += denied[slot];
       }
       clear(slot, bucket);
     }
