@@ -18,9 +18,14 @@ record Learned(long ratioPpm, int windowSeconds, int minRetriesPerSecond, Budget
         seed.maxCallsPerSecond(), seed.maxCallsPerSecond(), 0);
   }
 
-  /** What an applied reply says (at least one client and one call a second, never a negative refill). */
+  /**
+   * What an applied reply says (at least one client and one call a second, never a negative refill, a
+   * window within {@link BudgetConfig#MAX_WINDOW_SECONDS}: a reply is input like any other, and a relay's
+   * window of 0 made every call throw where the window divides it into buckets).
+   */
   static Learned of(BudgetReply reply) {
-    return new Learned(reply.ratioPpm(), reply.windowSeconds(), reply.minRetriesPerSecond(),
+    int window = Math.max(1, Math.min(BudgetConfig.MAX_WINDOW_SECONDS, reply.windowSeconds()));
+    return new Learned(reply.ratioPpm(), window, reply.minRetriesPerSecond(),
         BudgetMode.SHADOW.wireName().equals(reply.mode()) ? BudgetMode.SHADOW : BudgetMode.ENFORCE,
         Math.max(1, reply.activeClients()), Math.max(1, reply.maxCallsPerSecond()), Math.max(1, reply.callCeiling()),
         Math.max(0, reply.refillPpm()));

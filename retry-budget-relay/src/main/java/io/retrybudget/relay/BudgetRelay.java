@@ -211,14 +211,14 @@ public final class BudgetRelay {
       return;
     }
     batches.applied(now);
-    long windowMillis = reply.windowSeconds() * 1000L;
+    inForce.upstream(reply);
+    long windowMillis = windowSeconds() * 1000L; // within the range budget.lua stores (InForce)
     pending.window(windowMillis);
     if (applied.windowMillis() != windowMillis) {
       applied = new SlidingWindowCounts(windowMillis);
       own = new SlidingWindowCounts(windowMillis);
     }
     applied.add(now, sent.requests(), 0, 0);
-    inForce.upstream(reply);
     lending.applied(reply, now);
     if (link.reconnected()) {
       local.reset(); // Redis decides again; the next cut-off starts its balance from nothing

@@ -42,7 +42,8 @@ final class InForce {
   }
 
   int windowSeconds() {
-    return upstream != null ? upstream.windowSeconds() : seed != null ? seed.windowSeconds() : 10;
+    int w = upstream != null ? upstream.windowSeconds() : seed != null ? seed.windowSeconds() : 10;
+    return Math.max(1, Math.min(io.retrybudget.budget.BudgetConfig.MAX_WINDOW_SECONDS, w)); // as budget.lua stores it
   }
 
   /** The budget's own ceiling, as Redis holds it (the seed's until Redis has answered). */

@@ -348,6 +348,19 @@ class BudgetRelayTest {
   }
 
   @Test
+  void aReplysWindowOutsideItsRangeIsTakenWithinIt() {
+    for (int window : new int[] {0, -1, 3_601}) {
+      BudgetRelay r = new BudgetRelay("w", RelaySettings.defaults(), () -> 0.5);
+      r.client("a", 1, count(10), 0);
+      r.upstreamReplied(r.upstreamCall(0), windowed(window), 0); // before, a window of 0 threw here
+      BudgetReply reply = r.client("a", 2, count(5), 100);
+      assertTrue(reply.windowSeconds() >= 1 && reply.windowSeconds() <= 3_600, "window " + window + ": "
+          + reply.windowSeconds());
+      assertTrue(r.upstreamCall(r.nextUpstreamAt()).requests() >= 5, "window " + window + ": counts go on");
+    }
+  }
+
+  @Test
   void aCallRefusedBeforeRedisRanItGoesAgain() {
     relay.client("a", 1, count(10), 0);
     BudgetCall first = relay.upstreamCall(0);
