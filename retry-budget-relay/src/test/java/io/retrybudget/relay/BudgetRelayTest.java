@@ -297,12 +297,22 @@ class BudgetRelayTest {
 
   @Test
   void firstAttemptsKeptThroughACutOffLongerThanTheWindowAreNotSentAsThisSecondsWhenRedisIsBack() {
-    long t = 0;
-    long seq = 0;
-    relay.client("a", ++seq, count(10), t);
-    relay.upstreamReplied(relay.upstreamCall(t), redis(BudgetReply.COUNTED, 0, 10, 1), t);
     // Redis gone for a minute: 100 first attempts a second reach the relay, its calls fail
-    for (t = 10; t <= 60_000; t += 10) {
+    BudgetCall back = backAfterAMinuteCutOff(redis(BudgetReply.COUNTED, 0, 10, 1), redis(BudgetReply.COUNTED, 0, 10, 1));
+    // the last window's (10 s: about 1,000), not the minute's 6,000 as this second's
+    assertTrue(back.requests() >= 900 && back.requests() <= 1_000, "sent when Redis was back: " + back.requests());
+  }
+
+  /**
+   * Redis answers {@code before} to the relay's first call, then is gone for a minute while 100 first
+   * attempts a second reach the relay (its calls fail, it is cut off), then answers its probe with
+   * {@code after}: the call that follows.
+   */
+  private BudgetCall backAfterAMinuteCutOff(BudgetReply before, BudgetReply after) {
+    long seq = 0;
+    relay.client("a", ++seq, count(10), 0);
+    relay.upstreamReplied(relay.upstreamCall(0), before, 0);
+    for (long t = 10; t <= 60_000; t += 10) {
       relay.client("a", ++seq, count(1), t);
       BudgetCall up = relay.upstreamCall(t);
       if (up != null) {
@@ -311,10 +321,8 @@ class BudgetRelayTest {
     }
     assertTrue(relay.cutOff());
     BudgetCall probe = relay.upstreamCall(relay.nextUpstreamAt());
-    relay.upstreamReplied(probe, redis(BudgetReply.COUNTED, 0, 10, 1), relay.nextUpstreamAt());
-    BudgetCall back = relay.upstreamCall(relay.nextUpstreamAt());
-    // the last window's (10 s: about 1,000), not the minute's 6,000 as this second's
-    assertTrue(back.requests() >= 900 && back.requests() <= 1_000, "sent when Redis was back: " + back.requests());
+    relay.upstreamReplied(probe, after, relay.nextUpstreamAt());
+    return relay.upstreamCall(relay.nextUpstreamAt());
   }
 
   /** Redis's reply for a budget whose window is {@code windowSeconds}. */
@@ -325,22 +333,8 @@ class BudgetRelayTest {
 
   @Test
   void aWindowShortenedDuringACutOffSendsOnlyTheNewWindowsFirstAttemptsWhenRedisIsBack() {
-    long t = 0;
-    long seq = 0;
-    relay.client("a", ++seq, count(10), t);
-    relay.upstreamReplied(relay.upstreamCall(t), windowed(60), t); // a window of a minute
-    for (t = 10; t <= 60_000; t += 10) { // Redis gone for a minute, 100 first attempts a second
-      relay.client("a", ++seq, count(1), t);
-      BudgetCall up = relay.upstreamCall(t);
-      if (up != null) {
-        relay.upstreamFailed(up, t);
-      }
-    }
-    assertTrue(relay.cutOff());
-    // meanwhile an operator set the window to 10 s: the probe's reply says so
-    BudgetCall probe = relay.upstreamCall(relay.nextUpstreamAt());
-    relay.upstreamReplied(probe, windowed(10), relay.nextUpstreamAt());
-    BudgetCall back = relay.upstreamCall(relay.nextUpstreamAt());
+    // a window of a minute; meanwhile an operator set the window to 10 s: the probe's reply says so
+    BudgetCall back = backAfterAMinuteCutOff(windowed(60), windowed(10));
     // the new window's last 10 s at most (about 1,000), not the minute's 6,000 as this second's (before:
     // all kept were sent as if they came at the change); kept by when their 6 s bucket began, so those
     // of a bucket that began more than 10 s ago are dropped (the safe side): at least 4 s of them
