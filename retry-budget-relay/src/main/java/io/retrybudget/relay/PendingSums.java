@@ -21,6 +21,9 @@ final class PendingSums {
   private long retries;
   private long refusedDraws; // denials budget.lua counted for the relay's own draws: taken off the next reports
   private long lost;
+  private BudgetCall lastTaken; // the last call taken, and its first attempts by when they came
+  private long[][] lastRows = new long[0][];
+  private long lastRowsWindow;
 
   /** Counts received at {@code now} to go with the next call. */
   void add(long now, long requests, long denied, long retries) {
@@ -41,9 +44,19 @@ final class PendingSums {
     }
   }
 
-  /** A call of the relay's own that Redis did not apply, given back at {@code now}: its counts go with the next. */
+  /**
+   * A call of the relay's own that Redis did not apply, given back at {@code now}: its counts go with the
+   * next, its first attempts by when they came (as taken), so that calls given back again and again do not
+   * keep them younger than they are (a relay whose calls were answered "stale" for a minute sent them as
+   * the last second's); those of a call not taken here, as if they came now.
+   */
   void giveBack(BudgetCall sent, long now) {
-    add(now, sent.requests(), sent.denied(), sent.retries());
+    if (sent == lastTaken) {
+      kept.keep(lastRows, lastRowsWindow, sent.requests(), 0, 0, true);
+      add(now, 0, sent.denied(), sent.retries());
+    } else {
+      add(now, sent.requests(), sent.denied(), sent.retries());
+    }
   }
 
   /** budget.lua refused a draw of {@code need} and counted it as a denial: as many clients' denials stay out. */
@@ -67,12 +80,17 @@ final class PendingSums {
     refusedDraws -= offset;
     denied -= offset;
     long requests = 0;
-    for (long[] row : kept.take(now, 0, 0, 0)) { // those that came a window or more ago dropped
+    long[][] rows = kept.take(now, 0, 0, 0); // those that came a window or more ago dropped
+    for (long[] row : rows) {
       requests += row[1];
     }
     BudgetCall c = new BudgetCall(name, requests, denied, retries, want > 0 ? 1 : 0, want, seed);
     lost += requests - c.requests();
+    long window = kept.windowMillis();
     clear();
+    lastTaken = c;
+    lastRows = rows;
+    lastRowsWindow = window;
     return c;
   }
 

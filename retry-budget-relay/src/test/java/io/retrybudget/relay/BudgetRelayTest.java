@@ -355,6 +355,31 @@ class BudgetRelayTest {
   }
 
   @Test
+  void firstAttemptsOfCallsGivenBackAgainAndAgainAgeAsTheyCame() {
+    relay.client("a", 1, count(100), 0);
+    relay.upstreamReplied(relay.upstreamCall(0), redis(BudgetReply.COUNTED, 0, 1, 1), 0); // hello: window 10 s
+    relay.client("a", 2, count(50), 100); // 50 first attempts at 100 ms
+    long t = 100;
+    long sent = 0;
+    // every call for 15 s answered "stale" (Redis applied none of it): each is given back
+    while (t < 15_000) {
+      t = Math.max(t + 1, relay.nextUpstreamAt());
+      BudgetCall up = relay.upstreamCall(t);
+      if (up != null) {
+        sent = Math.max(sent, up.requests());
+        relay.upstreamReplied(up, redis(BudgetReply.STALE, 0, 0, 1), t);
+      }
+    }
+    assertEquals(50, sent, "given back and sent again meanwhile");
+    t = Math.max(t + 1, relay.nextUpstreamAt());
+    relay.client("a", 3, count(7), t);
+    BudgetCall back = relay.upstreamCall(t);
+    // the 50 came 15 s ago, older than the window: dropped, not sent as this second's (before: given back
+    // at each failure as if they came then, all 50 went)
+    assertEquals(7, back.requests(), "only the first attempts of the last window");
+  }
+
+  @Test
   void aCallRefusedBeforeRedisRanItGoesAgain() {
     relay.client("a", 1, count(10), 0);
     BudgetCall first = relay.upstreamCall(0);
