@@ -8,14 +8,13 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
 /**
  * One client's view of a fleet-wide budget in Redis, made of parts that each keep one concern:
  * {@link PendingCounts} (counts not sent yet), {@link LocalFallback} (its own window and the
  * fallback), {@link PermitCache} (leases, late permits, the refusal cache, sampling of asks),
- * {@link FlushSchedule} (when the timer sends), {@link HealthTracker} (how it sees Redis: the
+ * {@link FlushSchedule} (when the timer sends) and {@link BudgetFlusher} (what it sends), {@link HealthTracker} (how it sees Redis: the
  * {@link RedisHealth} state machine) and {@link BudgetLink} (its calls, and what their replies taught:
  * {@link Learned}).
  *
@@ -40,7 +39,6 @@ import java.util.function.LongSupplier;
  */
 final class RedisRetryBudget implements RetryBudget {
   static final long CLOSE_FLUSH_TIMEOUT_MILLIS = 2_000;
-  private static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
   private final EngineSettings settings;
   private final FleetRegistry fleet;
   private final BudgetConfig seed;
@@ -50,7 +48,7 @@ final class RedisRetryBudget implements RetryBudget {
   private final PermitCache permits;
   private final FlushSchedule schedule;
   private final EngineTimer.Cancel flushTask;
-  private final AtomicBoolean flushInFlight = new AtomicBoolean();
+  private final BudgetFlusher flusher;
   private final HealthTracker health; // how this budget sees Redis
   // its calls, and the last configuration and fleet size Redis told it (one immutable snapshot)
   private final BudgetLink link;
@@ -75,6 +73,7 @@ final class RedisRetryBudget implements RetryBudget {
         () -> fleet.fleetEstimate(seed.name()), clock.getAsLong());
     this.link = new BudgetLink(seed, fleet, pending, own, schedule);
     this.ahead = new AskAhead(settings, link, permits, health, own, pending);
+    this.flusher = new BudgetFlusher(settings, fleet, schedule, link, own, pending, health);
     long interval = settings.flushIntervalMillis();
     // the timer ticks at a random phase too: a process's budgets made together do not all tick in one millisecond
     long tickPhase = Math.min(interval - 1, Math.max(0, (long) (interval * settings.random().getAsDouble())));
@@ -254,42 +253,7 @@ final class RedisRetryBudget implements RetryBudget {
 
   /** Timer task: sends pending counts; while SLOW or DEGRADED it is also the probe that ends that state. */
   CompletableFuture<Void> flush(boolean evenIfIdle) {
-    FleetRegistry.Port port = fleet.port();
-    long now = clock.getAsLong();
-    if (port == null) {
-      // never connected: keep the own window current so the fallback sees a window, not a backlog
-      own.take(now, link.learned());
-      return DONE;
-    }
-    FlushSchedule.Due due = schedule.due(now, evenIfIdle, link.learned());
-    if (due == FlushSchedule.Due.NOT_YET || !flushInFlight.compareAndSet(false, true)) {
-      return DONE;
-    }
-    try {
-      if (due != FlushSchedule.Due.HELLO && health.state().asksRedis() && !pending.any() && !link.holdsDoubt()) {
-        flushInFlight.set(false);
-        return DONE; // an idle healthy client costs Redis nothing
-      }
-      CompletableFuture<Void> done = new CompletableFuture<>();
-      // the timeout on a copy: a reply after it still teaches the fleet size and the configuration
-      // (timing out the call itself would drop them, and an overloaded fleet would never learn N)
-      settings.timer().within(link.call(port, now, 0, 0), settings.flushTimeoutMillis())
-          .whenComplete((reply, error) -> {
-            if (error != null) {
-              health.failure(error);
-            } else if (reply.applied()) {
-              health.on(clock.getAsLong() - now <= settings.callTimeoutMillis() ? RedisHealth.Event.REPLY_IN_TIME
-                  : RedisHealth.Event.REPLY_LATE, null);
-            }
-            flushInFlight.set(false);
-            done.complete(null);
-          });
-      return done;
-    } catch (RuntimeException e) {
-      health.failure(e);
-      flushInFlight.set(false);
-      return DONE;
-    }
+    return flusher.flush(evenIfIdle);
   }
 
   @Override
