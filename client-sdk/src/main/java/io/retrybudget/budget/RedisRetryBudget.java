@@ -225,7 +225,10 @@ final class RedisRetryBudget implements RetryBudget {
         ahead.refused(now);
         return BudgetDecision.denied(BudgetDecision.Reason.DENIED_EXHAUSTED, reply.nextGrantMillis());
       default:
-        throw new IllegalStateException("budget.lua answered " + reply.status() + " to a permit request");
+        // a status no script of this version answers to a permit request (a relay or script of another
+        // version): decided as a call in doubt, never thrown to the caller (RetryBudget: acquire never
+        // fails because of the store)
+        return inDoubt();
     }
   }
 

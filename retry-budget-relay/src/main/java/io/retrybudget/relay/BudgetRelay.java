@@ -166,7 +166,7 @@ public final class BudgetRelay {
     if (!inForce.seeded() || !link.mayCall(now)) {
       return null;
     }
-    BudgetCall again = link.again(now);
+    BudgetCall again = link.again(now, windowSeconds() * 1000L);
     if (again != null) { // (its batch and items: batches.inFlight(), as the first time)
       return again; // the call of unknown fate goes first, as it was (a cut-off relay's probe too)
     }

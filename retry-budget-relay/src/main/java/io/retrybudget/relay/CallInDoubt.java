@@ -34,9 +34,17 @@ final class CallInDoubt {
     return call != null;
   }
 
-  /** The call held, to be sent again at {@code now}; null when none is, or when it was held too long. */
+  /**
+   * The call held, to be sent again at {@code now}; null when none is, or when it was held too long:
+   * {@link #LIMIT_MILLIS}, or the budget's window ({@code windowMillis}) if shorter.
+   */
   BudgetCall again(long now) {
-    return call != null && now - since < LIMIT_MILLIS ? call : null;
+    return again(now, LIMIT_MILLIS);
+  }
+
+  /** As {@link #again(long)}, given up once held {@code windowMillis} (the budget's window) if shorter. */
+  BudgetCall again(long now, long windowMillis) {
+    return call != null && now - since < Math.min(LIMIT_MILLIS, windowMillis) ? call : null;
   }
 
   /** Gives the call up (answered, or held too long): the call it was, or null. */

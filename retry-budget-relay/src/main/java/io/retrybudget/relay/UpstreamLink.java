@@ -33,9 +33,13 @@ final class UpstreamLink {
     return !inFlight && schedule.due(now);
   }
 
-  /** The call of unknown fate, to go again at {@code now} as it was (now in flight); null when none may. */
-  BudgetCall again(long now) {
-    BudgetCall again = doubt.again(now);
+  /**
+   * The call of unknown fate, to go again at {@code now} as it was (now in flight); null when none may:
+   * none held, or held {@code windowMillis} or longer (its first attempts would reach Redis a window old
+   * and be counted as the current bucket's; given up instead, the safe side).
+   */
+  BudgetCall again(long now, long windowMillis) {
+    BudgetCall again = doubt.again(now, windowMillis);
     if (again != null) {
       sent(now, again.want() > 0);
     }
