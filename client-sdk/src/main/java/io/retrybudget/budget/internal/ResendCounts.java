@@ -89,7 +89,7 @@ public final class ResendCounts {
       left[0] -= r;
       left[1] -= d;
       left[2] -= g;
-      addTo(rowBucket == bucketMillis ? row[0] : Math.floorDiv(row[0] * rowBucket, bucketMillis), r, d, g);
+      addTo(rebucket(row[0], rowBucket, bucketMillis), r, d, g);
     }
   }
 
@@ -144,7 +144,7 @@ public final class ResendCounts {
     java.util.Arrays.sort(order, java.util.Comparator.comparingLong(s -> stamp[s]));
     for (int s : order) { // oldest first: a newer bucket sharing a slot with an older one keeps the slot
       if (stamp[s] != Long.MIN_VALUE) {
-        to.addTo(Math.floorDiv(stamp[s] * bucketMillis, to.bucketMillis), requests[s], denied[s], retries[s]);
+        to.addTo(rebucket(stamp[s], bucketMillis, to.bucketMillis), requests[s], denied[s], retries[s]);
       }
     }
     return to;
@@ -182,6 +182,11 @@ public final class ResendCounts {
     requests[slot] = 0;
     denied[slot] = 0;
     retries[slot] = 0;
+  }
+
+  /** Bucket {@code bucket} of {@code fromMillis} as one of {@code toMillis}: the one its start falls in. */
+  private static long rebucket(long bucket, long fromMillis, long toMillis) {
+    return fromMillis == toMillis ? bucket : Math.floorDiv(bucket * fromMillis, toMillis);
   }
 
   private static int slot(long bucket) {
