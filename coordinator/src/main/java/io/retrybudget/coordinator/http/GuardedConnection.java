@@ -68,6 +68,12 @@ final class GuardedConnection {
   final RawBytesWatch raw = new RawBytesWatch(this);
   final RequestGate gate = new RequestGate(this);
 
+  static final int EVICT_NONE = 0;
+  static final int EVICT_COUNTED = 1; // evicted and counted as closing ({@code ConnectionCap})
+  static final int EVICT_CLOSED = 2;
+  /** Whether {@code ConnectionCap} counts it as evicted and closing, or saw it closed. */
+  final java.util.concurrent.atomic.AtomicInteger evictState = new java.util.concurrent.atomic.AtomicInteger();
+
   /** Admitted over the cap, from the reserve: one request, a health probe, else 503. */
   final boolean probeOnly;
   final int maxRequests;
